@@ -1,0 +1,81 @@
+#pragma once
+// Backend is where a job's processes actually run: this machine ("local") or a Slurm cluster
+// ("slurm"). A backend only starts, watches, signals and kills; caps, billing, store updates and
+// telemetry live once above it, in engine/Supervisor.
+
+#include <chrono>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/job.h"
+#include "core/result.h"
+
+namespace nodus::backend {
+
+using SteadyTime = std::chrono::steady_clock::time_point;
+
+struct LaunchSpec {
+  // Complete environment additions for the job: the user's --env (unredacted), NODUS_* and
+  // CUDA_VISIBLE_DEVICES / NVIDIA_VISIBLE_DEVICES. Local jobs inherit the rest of nodus's env.
+  std::map<std::string, std::string> env;
+  std::string log_path;  // the job's stdout and stderr, interleaved, are appended here
+  bool attach = true;    // also copy output to nodus's own stdout/stderr
+  // Called with every complete output line (without the newline), for --metric-regex.
+  std::function<void(std::string_view line)> on_line;
+};
+
+struct Outcome {
+  int exit_code = 0;          // the code `nodus run` returns for a job that ended by itself
+  std::optional<int> signal;  // when the main process died of a signal (exit_code = 128 + sig)
+  double started_at = 0;      // unix seconds, authoritative for billing
+  double ended_at = 0;
+};
+
+struct Event {
+  enum class Kind {
+    kStarted,   // the job left the queue and runs (Slurm); started_at is set
+    kExited,    // the job ended; outcome is set
+    kDeadline,  // the deadline passed first
+    kWoken,     // wake_fd became readable first
+  };
+  Kind kind = Kind::kDeadline;
+  double started_at = 0;
+  Outcome outcome;
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  virtual std::string_view name() const = 0;
+
+  // Starts the job described by `job` (argv, workdir, image, gpu_indices) and sets
+  // job.backend_id. When the job is running on return (local), job.started_at is set.
+  // Errors carry exit code 127 (not found), 126 (cannot run) or 125.
+  virtual Result<void> submit(JobRecord& job, const LaunchSpec& spec) = 0;
+
+  // Blocks until the next event or `deadline`, whichever comes first; returns kWoken as soon
+  // as wake_fd (-1: none) is readable. Streams output to the log meanwhile.
+  virtual Result<Event> wait(JobRecord& job, SteadyTime deadline, int wake_fd) = 0;
+
+  // Sends `sig` to every process of the job (a polite stop: SIGTERM).
+  virtual Result<void> signal(JobRecord& job, int sig) = 0;
+
+  // Kills whatever is left of the job and returns when nothing of it runs (local) or the
+  // cluster has accepted the cancel (slurm). Safe to call on a job that already ended.
+  virtual Result<void> kill(JobRecord& job) = 0;
+
+  // Updates a job this process does not supervise (detached, or its supervisor died) from the
+  // backend's own records. Returns true if the record changed.
+  virtual Result<bool> refresh(JobRecord& job) { return false; }
+};
+
+// The registry: "local" or "slurm". Unknown names throw Fatal listing the known ones.
+std::unique_ptr<Backend> make_backend(std::string_view name);
+std::vector<std::string> backend_names();
+
+}  // namespace nodus::backend

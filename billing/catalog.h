@@ -1,0 +1,55 @@
+#pragma once
+// Catalog is the price list: GPU types, their aliases, $/GPU-hour, where each price comes from
+// and when it was checked. The built-in catalog is billing/prices.json compiled into the binary;
+// --prices FILE|URL or NODUS_PRICES replaces it.
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/result.h"
+
+namespace nodus::billing {
+
+struct PriceEntry {
+  std::string type;                  // canonical name, e.g. "H100-SXM"
+  std::vector<std::string> aliases;  // e.g. "H100", "H100-80GB"
+  double usd_per_gpu_hour = 0;
+  std::string source;   // URL or document the price comes from
+  std::string checked;  // date checked, YYYY-MM-DD
+  // Substrings of the driver's device name that identify this type ("H100 80GB HBM3").
+  std::vector<std::string> device_names;
+};
+
+class Catalog {
+ public:
+  static Catalog builtin();
+  // Parses catalog JSON. Errors say "<origin>:<line>: <what is wrong>".
+  static Result<Catalog> parse(std::string_view json_text, const std::string& origin);
+  // A file path or an https:// URL (fetched with the HTTP client, cached under the store folder).
+  static Result<Catalog> load(const std::string& path_or_url, const std::string& cache_dir);
+  // The catalog in force: `flag` (--prices) if given, else NODUS_PRICES, else builtin().
+  static Result<Catalog> resolve(const std::optional<std::string>& flag, const std::string& cache_dir);
+
+  // Case-insensitive lookup by type or alias.
+  const PriceEntry* find(std::string_view type_or_alias) const;
+  // As find(), but an unknown type is an error listing the known types.
+  Result<const PriceEntry*> lookup(std::string_view type_or_alias) const;
+  // Maps a driver device name ("NVIDIA H100 80GB HBM3") to a type; nullptr if none matches.
+  const PriceEntry* match_device_name(std::string_view device_name) const;
+
+  const std::vector<PriceEntry>& entries() const { return entries_; }
+  const std::string& origin() const { return origin_; }  // "built-in", a path or a redacted URL
+
+ private:
+  std::vector<PriceEntry> entries_;
+  std::string origin_;
+};
+
+// Cost in USD of `gpus` GPUs at `rate` $/GPU-hour for `seconds`.
+double cost_usd(int gpus, double rate_per_gpu_hour, double seconds);
+// Seconds after start at which the cost reaches max_cost (infinity when the rate is 0).
+double cap_seconds(double max_cost, int gpus, double rate_per_gpu_hour);
+
+}  // namespace nodus::billing

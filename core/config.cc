@@ -1,0 +1,66 @@
+#include "core/config.h"
+
+#include <pwd.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <stdexcept>
+
+namespace nodus {
+
+const std::vector<ConfigKey>& config_keys() {
+  static const std::vector<ConfigKey> keys = {
+      {"home", "NODUS_HOME", "", "store folder (default $XDG_DATA_HOME/nodus or ~/.local/share/nodus)"},
+      {"backend", "NODUS_BACKEND", "local", "backend for run and sweep: local or slurm"},
+      {"local_gpus", "NODUS_LOCAL_GPUS", "", "declared GPU inventory, e.g. H100:4,L4:2 (else nvidia-smi)"},
+      {"prices", "NODUS_PRICES", "", "price catalog override: a JSON file or an https URL"},
+      {"slurm_url", "NODUS_SLURM_URL", "", "slurmrestd endpoint: unix:///path.sock or http(s)://host:port", true},
+      {"slurm_jwt", "SLURM_JWT", "", "JWT for slurmrestd over http(s)", true},
+      {"slurm_user", "NODUS_SLURM_USER", "", "user name sent to slurmrestd (default: login name)"},
+      {"slurm_api", "NODUS_SLURM_API", "v0.0.38", "slurmrestd API version"},
+      {"slurm_gres_map", "NODUS_SLURM_GRES", "", "catalog type -> GRES type, e.g. H100-SXM=h100,L4=l4"},
+      {"slurm_workdir", "NODUS_SLURM_WORKDIR", "", "shared folder for job scripts and output on Slurm"},
+      {"slurm_partition", "NODUS_SLURM_PARTITION", "", "Slurm partition (default: the cluster's)"},
+      {"nvidia_smi", "NODUS_NVIDIA_SMI", "nvidia-smi", "nvidia-smi executable used for the inventory"},
+  };
+  return keys;
+}
+
+static const ConfigKey& find_key(const std::string& key) {
+  for (const auto& k : config_keys())
+    if (key == k.key) return k;
+  throw std::logic_error("unknown config key " + key);
+}
+
+std::optional<std::string> config_env(const std::string& key) {
+  const char* v = std::getenv(find_key(key).env);
+  if (v == nullptr || *v == '\0') return std::nullopt;
+  return std::string(v);
+}
+
+std::string config_get(const std::string& key) {
+  if (auto v = config_env(key)) return *v;
+  return find_key(key).default_value;
+}
+
+std::string nodus_home() {
+  if (auto v = config_env("home")) return *v;
+  if (const char* xdg = std::getenv("XDG_DATA_HOME"); xdg && *xdg) return std::string(xdg) + "/nodus";
+  const char* home = std::getenv("HOME");
+  if (home == nullptr || *home == '\0') {
+    if (const passwd* pw = getpwuid(getuid())) home = pw->pw_dir;
+  }
+  return std::string(home ? home : "/tmp") + "/.local/share/nodus";
+}
+
+bool is_tty(int fd) { return isatty(fd) == 1; }
+
+bool use_color(int fd) {
+  const char* no_color = std::getenv("NO_COLOR");
+  if (no_color != nullptr && *no_color != '\0') return false;
+  const char* term = std::getenv("TERM");
+  if (term != nullptr && std::string(term) == "dumb") return false;
+  return is_tty(fd);
+}
+
+}  // namespace nodus

@@ -1,0 +1,33 @@
+#pragma once
+// Every setting nodus reads from the environment, in one table: key, variable, default, meaning.
+// Flags override these; `nodus config` prints the table with the values in force.
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace nodus {
+
+struct ConfigKey {
+  const char* key;
+  const char* env;
+  const char* default_value;  // "" when none
+  const char* meaning;
+  bool secret = false;  // never printed or stored
+};
+
+const std::vector<ConfigKey>& config_keys();
+
+// The value of a key from its environment variable, else its default ("" when none).
+std::string config_get(const std::string& key);
+// The value if the variable is set and not empty.
+std::optional<std::string> config_env(const std::string& key);
+
+// $NODUS_HOME, else $XDG_DATA_HOME/nodus, else ~/.local/share/nodus.
+std::string nodus_home();
+
+// True when stdout (or fd) is a terminal and NO_COLOR is unset.
+bool use_color(int fd);
+bool is_tty(int fd);
+
+}  // namespace nodus

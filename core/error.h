@@ -1,0 +1,44 @@
+#pragma once
+// Fatal is the one exception type of nodus: bad input, misconfiguration, an unusable store.
+// main() catches it, prints "nodus: <message>" on one line and exits with its code.
+
+#include <stdexcept>
+#include <string>
+
+#include "core/result.h"
+
+namespace nodus {
+
+// Exit codes of the nodus binary (README "Exit status").
+namespace exit_code {
+inline constexpr int kLowUtilization = 121;  // stopped by --min-util
+inline constexpr int kCostCap = 122;         // stopped by --max-cost or a sweep's --budget
+inline constexpr int kTimeout = 124;         // stopped by --timeout, as timeout(1)
+inline constexpr int kNodusError = 125;      // nodus itself failed (bad input, store, backend)
+inline constexpr int kCannotRun = 126;       // command found but not executable
+inline constexpr int kNotFound = 127;        // command not found
+inline constexpr int kInterrupted = 130;     // Ctrl-C
+}  // namespace exit_code
+
+class Fatal : public std::runtime_error {
+ public:
+  explicit Fatal(const std::string& message, int code = exit_code::kNodusError)
+      : std::runtime_error(message), code_(code) {}
+  explicit Fatal(const Error& e) : std::runtime_error(e.message), code_(e.exit_code) {}
+  int code() const { return code_; }
+
+ private:
+  int code_;
+};
+
+// Returns the value or throws the error as Fatal: for call sites where failure ends the program.
+template <typename T>
+T value_or_throw(Result<T> r) {
+  if (!r.ok()) throw Fatal(r.error());
+  return std::move(r.value());
+}
+inline void value_or_throw(Result<void> r) {
+  if (!r.ok()) throw Fatal(r.error());
+}
+
+}  // namespace nodus

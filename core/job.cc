@@ -1,0 +1,61 @@
+#include "core/job.h"
+
+#include <array>
+#include <chrono>
+
+#include "core/parse.h"
+
+namespace nodus {
+namespace {
+constexpr std::array<std::pair<JobState, std::string_view>, 12> kNames = {{
+    {JobState::kWaiting, "waiting"},
+    {JobState::kStarting, "starting"},
+    {JobState::kRunning, "running"},
+    {JobState::kCompleted, "completed"},
+    {JobState::kFailed, "failed"},
+    {JobState::kTimeout, "timeout"},
+    {JobState::kCostCap, "cost-cap"},
+    {JobState::kBudget, "budget"},
+    {JobState::kLowUtil, "low-util"},
+    {JobState::kStopped, "stopped"},
+    {JobState::kCancelled, "cancelled"},
+    {JobState::kLost, "lost"},
+}};
+}  // namespace
+
+std::string_view to_string(JobState s) {
+  for (const auto& [state, name] : kNames)
+    if (state == s) return name;
+  return "unknown";
+}
+
+std::optional<JobState> job_state_from_string(std::string_view s) {
+  for (const auto& [state, name] : kNames)
+    if (name == s) return state;
+  return std::nullopt;
+}
+
+bool is_final(JobState s) {
+  return s != JobState::kWaiting && s != JobState::kStarting && s != JobState::kRunning;
+}
+
+double JobRecord::gpu_seconds() const {
+  if (!started_at) return 0;
+  double end = ended_at ? *ended_at : unix_now();
+  return gpu_count * std::max(0.0, end - *started_at);
+}
+
+bool is_secret_name(std::string_view name) {
+  std::string upper = to_upper(name);
+  for (std::string_view word : {"TOKEN", "SECRET", "PASSWORD", "PASSWD", "JWT", "API_KEY",
+                                "APIKEY", "ACCESS_KEY", "PRIVATE_KEY", "CREDENTIAL", "AUTH"})
+    if (upper.find(word) != std::string::npos) return true;
+  return false;
+}
+
+double unix_now() {
+  using namespace std::chrono;
+  return duration<double>(system_clock::now().time_since_epoch()).count();
+}
+
+}  // namespace nodus

@@ -1,0 +1,84 @@
+#pragma once
+// JobRecord is one job as the store keeps it: what was asked, where it ran, how it ended.
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace nodus {
+
+// waiting: row written, GPUs not yet free.  starting: GPUs held, process being started.
+// running: the job's process runs.  The rest are final; a final state never changes.
+enum class JobState {
+  kWaiting,
+  kStarting,
+  kRunning,
+  kCompleted,  // exited 0
+  kFailed,     // exited non-zero, or could not start
+  kTimeout,    // stopped by --timeout
+  kCostCap,    // stopped by --max-cost
+  kBudget,     // stopped by its sweep's --budget
+  kLowUtil,    // stopped by --min-util
+  kStopped,    // `nodus stop`
+  kCancelled,  // Ctrl-C on an attached run
+  kLost,       // its supervisor died; state unknown
+};
+
+std::string_view to_string(JobState s);
+std::optional<JobState> job_state_from_string(std::string_view s);
+bool is_final(JobState s);
+
+struct JobRecord {
+  int64_t id = 0;
+  std::string name;
+  std::string backend = "local";
+  std::string backend_id;  // pid (local) or Slurm job id
+  std::vector<std::string> argv;
+  std::map<std::string, std::string> env;  // the user's --env, secret-looking values redacted
+  std::string workdir;
+  std::string image;
+
+  std::string gpu_type;  // catalog type, "" for CPU-only
+  int gpu_count = 0;
+  std::vector<int> gpu_indices;
+  std::string inventory_source;  // "nvidia-smi", "NODUS_LOCAL_GPUS", "slurm", ...
+  double rate_per_gpu_hour = 0;  // USD
+  std::optional<double> max_cost;
+  std::optional<int64_t> timeout_ms;
+  int64_t grace_ms = 10'000;
+  nlohmann::json options = nlohmann::json::object();  // other run options (min_util, ...)
+
+  JobState state = JobState::kWaiting;
+  std::optional<int> exit_code;  // what `nodus run` returned / would return
+  std::optional<int> signal;     // terminating signal of the job's main process
+  double created_at = 0;         // unix seconds
+  std::optional<double> started_at;
+  std::optional<double> ended_at;
+  double cost = 0;  // USD, billed per second from start to end
+
+  int64_t supervisor_pid = 0;
+  int64_t supervisor_start = 0;  // /proc/<pid>/stat starttime, guards against pid reuse
+  std::string log_path;
+  std::string metrics_path;
+  std::string note;  // e.g. the leftover-GPU-process check after a stop
+
+  std::optional<int64_t> sweep_id;
+  int cell_index = -1;
+  std::string cell_key;
+  nlohmann::json params = nlohmann::json::object();
+
+  double gpu_seconds() const;  // gpu_count x (ended_at or now - started_at)
+};
+
+// True for env names whose values must never be stored or printed (TOKEN, SECRET, PASSWORD, ...).
+bool is_secret_name(std::string_view name);
+constexpr std::string_view kRedacted = "<redacted>";
+
+double unix_now();
+
+}  // namespace nodus

@@ -1,0 +1,45 @@
+#pragma once
+// Parsers for the values users type on the command line. Each returns an Error whose message
+// names the offending value and what is allowed, ready to print as a one-line error.
+
+#include <chrono>
+#include <string>
+#include <string_view>
+#include <utility>
+
+#include "core/result.h"
+
+namespace nodus {
+
+using Millis = std::chrono::milliseconds;
+
+// "90s", "30m", "2h", "1h30m", "1d", "250ms", "1.5h", a bare number means seconds. Must be > 0.
+Result<Millis> parse_duration(std::string_view text, std::string_view flag = "--timeout");
+
+// "5", "5.00", "$5", "0.25". Must be finite and > 0.
+Result<double> parse_usd(std::string_view text, std::string_view flag = "--max-cost");
+
+// "H100", "h100:8", "none". Type is returned as typed (the catalog resolves aliases);
+// count defaults to 1; "none" gives an empty type and count 0.
+struct GpuRequest {
+  std::string type;
+  int count = 0;
+  bool none() const { return count == 0; }
+};
+Result<GpuRequest> parse_gpu_request(std::string_view text);
+
+// "K=V" (V may be empty, K must be a valid environment name).
+Result<std::pair<std::string, std::string>> parse_env_assignment(std::string_view text);
+
+// "60", "60%", "12.5": a percentage in [0, 100].
+Result<double> parse_percent(std::string_view text, std::string_view flag);
+
+// Human forms used in tables: "1h02m", "3.2s", "850ms".
+std::string format_duration(Millis d);
+// "$0.0123" below a cent, "$12.35" otherwise.
+std::string format_usd(double usd);
+
+std::string to_lower(std::string_view s);
+std::string to_upper(std::string_view s);
+
+}  // namespace nodus

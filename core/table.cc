@@ -1,0 +1,116 @@
+#include "core/table.h"
+
+#include <algorithm>
+
+namespace nodus {
+
+Result<Format> parse_format(std::string_view text) {
+  if (text == "table") return Format::kTable;
+  if (text == "json") return Format::kJson;
+  if (text == "csv") return Format::kCsv;
+  if (text == "md") return Format::kMd;
+  return Error::permanent("--format: invalid value '" + std::string(text) +
+                          "': expected table, json, csv or md");
+}
+
+void Table::add_row(std::vector<std::string> text, nlohmann::json raw) {
+  text.resize(columns_.size());
+  text_.push_back(std::move(text));
+  raw_.push_back(std::move(raw));
+}
+
+bool Table::is_marked(size_t row) const {
+  return std::find(marked_.begin(), marked_.end(), row) != marked_.end();
+}
+
+std::string Table::render(Format format) const {
+  switch (format) {
+    case Format::kJson:
+      return raw_.dump(2) + "\n";
+    case Format::kCsv:
+      return render_csv();
+    case Format::kMd:
+      return render_md();
+    case Format::kTable:
+      break;
+  }
+  return render_text();
+}
+
+std::string Table::render_text() const {
+  std::vector<size_t> width(columns_.size());
+  for (size_t c = 0; c < columns_.size(); ++c) {
+    width[c] = columns_[c].header.size();
+    for (const auto& row : text_) width[c] = std::max(width[c], row[c].size());
+  }
+  bool any_mark = !marked_.empty();
+  auto line = [&](const std::vector<std::string>& cells, bool marked) {
+    std::string out = any_mark ? (marked ? "* " : "  ") : "";
+    for (size_t c = 0; c < cells.size(); ++c) {
+      std::string pad(width[c] - cells[c].size(), ' ');
+      out += columns_[c].right ? pad + cells[c] : cells[c] + pad;
+      if (c + 1 < cells.size()) out += "  ";
+    }
+    while (!out.empty() && out.back() == ' ') out.pop_back();
+    return out + "\n";
+  };
+  std::vector<std::string> headers;
+  for (const auto& col : columns_) headers.push_back(col.header);
+  std::string out = line(headers, false);
+  for (size_t r = 0; r < text_.size(); ++r) out += line(text_[r], is_marked(r));
+  return out;
+}
+
+std::string csv_escape(std::string_view field) {
+  if (field.find_first_of(",\"\n\r") == std::string_view::npos) return std::string(field);
+  std::string out = "\"";
+  for (char c : field) {
+    if (c == '"') out += '"';
+    out += c;
+  }
+  return out + "\"";
+}
+
+std::string Table::render_csv() const {
+  std::string out;
+  for (size_t c = 0; c < columns_.size(); ++c)
+    out += (c ? "," : "") + csv_escape(columns_[c].key);
+  out += "\n";
+  for (const auto& row : raw_) {
+    for (size_t c = 0; c < columns_.size(); ++c) {
+      if (c) out += ",";
+      const auto it = row.find(columns_[c].key);
+      if (it == row.end() || it->is_null()) continue;
+      out += csv_escape(it->is_string() ? it->get<std::string>() : it->dump());
+    }
+    out += "\n";
+  }
+  return out;
+}
+
+std::string Table::render_md() const {
+  auto esc = [](const std::string& s) {
+    std::string out;
+    for (char c : s) {
+      if (c == '|') out += '\\';
+      out += (c == '\n') ? ' ' : c;
+    }
+    return out;
+  };
+  std::string out = "|";
+  for (const auto& col : columns_) out += " " + esc(col.header) + " |";
+  out += "\n|";
+  for (const auto& col : columns_) out += col.right ? " ---: |" : " --- |";
+  out += "\n";
+  for (size_t r = 0; r < text_.size(); ++r) {
+    out += "|";
+    for (const auto& cell : text_[r]) {
+      std::string v = esc(cell);
+      out += " " + (is_marked(r) && !v.empty() ? "**" + v + "**" : v) + " |";
+    }
+    out += "\n";
+  }
+  return out;
+}
+
+}  // namespace nodus

@@ -1,0 +1,71 @@
+#include "core/parse.h"
+
+#include <gtest/gtest.h>
+
+namespace nodus {
+namespace {
+
+TEST(ParseDuration, AcceptsUnitsAndCombinations) {
+  EXPECT_EQ(parse_duration("90s")->count(), 90'000);
+  EXPECT_EQ(parse_duration("30m")->count(), 1'800'000);
+  EXPECT_EQ(parse_duration("2h")->count(), 7'200'000);
+  EXPECT_EQ(parse_duration("1h30m")->count(), 5'400'000);
+  EXPECT_EQ(parse_duration("1d")->count(), 86'400'000);
+  EXPECT_EQ(parse_duration("250ms")->count(), 250);
+  EXPECT_EQ(parse_duration("1.5s")->count(), 1500);
+  EXPECT_EQ(parse_duration("5")->count(), 5000);
+}
+
+TEST(ParseDuration, RejectsZeroGarbageAndNamesTheValue) {
+  for (const char* bad : {"", "0", "0s", "abc", "5x", "-1s", "1h30", "nan", "inf", "s"}) {
+    auto r = parse_duration(bad);
+    ASSERT_FALSE(r.ok()) << bad;
+    EXPECT_NE(r.error().message.find(std::string("'") + bad + "'"), std::string::npos);
+    EXPECT_NE(r.error().message.find("--timeout"), std::string::npos);
+  }
+}
+
+TEST(ParseUsd, AcceptsDollarForms) {
+  EXPECT_DOUBLE_EQ(*parse_usd("5"), 5.0);
+  EXPECT_DOUBLE_EQ(*parse_usd("5.00"), 5.0);
+  EXPECT_DOUBLE_EQ(*parse_usd("$5"), 5.0);
+  EXPECT_DOUBLE_EQ(*parse_usd("0.25"), 0.25);
+}
+
+TEST(ParseUsd, RejectsZeroNegativeNanInfGarbage) {
+  for (const char* bad : {"0", "-1", "nan", "NaN", "inf", "1e999", "five", "$", "", "0x10"})
+    EXPECT_FALSE(parse_usd(bad).ok()) << bad;
+}
+
+TEST(ParseGpuRequest, TypeAndCount) {
+  auto r = parse_gpu_request("h100:8");
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->type, "h100");
+  EXPECT_EQ(r->count, 8);
+  EXPECT_EQ(parse_gpu_request("L4")->count, 1);
+  EXPECT_TRUE(parse_gpu_request("none")->none());
+}
+
+TEST(ParseGpuRequest, RejectsBadCounts) {
+  for (const char* bad : {"H100:0", "H100:-1", "H100:x", "H100:", ":2", "H100:1.5", "H 100"})
+    EXPECT_FALSE(parse_gpu_request(bad).ok()) << bad;
+}
+
+TEST(ParseEnv, SplitsAtFirstEquals) {
+  auto r = parse_env_assignment("A=b=c");
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->first, "A");
+  EXPECT_EQ(r->second, "b=c");
+  EXPECT_FALSE(parse_env_assignment("=x").ok());
+  EXPECT_FALSE(parse_env_assignment("1A=x").ok());
+  EXPECT_FALSE(parse_env_assignment("noequals").ok());
+}
+
+TEST(FormatUsd, CentsAndSubCent) {
+  EXPECT_EQ(format_usd(499.2), "$499.20");
+  EXPECT_EQ(format_usd(0.0012), "$0.0012");
+  EXPECT_EQ(format_usd(0), "$0.00");
+}
+
+}  // namespace
+}  // namespace nodus
