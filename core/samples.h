@@ -26,6 +26,7 @@ struct HostSample {
   int cores = 1;           // cores available to the job
   int nprocs = 0;          // processes in the tree
   double rss_mib = 0;
+  double max_process_cpu_percent = 0;  // the busiest single process (main loop or a worker)
 };
 
 // One numeric field of one line the job reported (NODUS_METRICS or --metric-regex).
