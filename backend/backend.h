@@ -69,6 +69,11 @@ class Backend {
   // cluster has accepted the cancel (slurm). Safe to call on a job that already ended.
   virtual Result<void> kill(JobRecord& job) = 0;
 
+  // After the job ended and kill() returned: checks that nothing of the job still holds a GPU
+  // (killing what does) and returns a one-line result for the job's record; nullopt when the
+  // backend cannot tell.
+  virtual std::optional<std::string> check_leftovers(JobRecord& job) { return std::nullopt; }
+
   // Updates a job this process does not supervise (detached, or its supervisor died) from the
   // backend's own records. Returns true if the record changed.
   virtual Result<bool> refresh(JobRecord& job) { return false; }
