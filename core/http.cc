@@ -1,0 +1,220 @@
+#include "core/http.h"
+
+#include <curl/curl.h>
+#include <dlfcn.h>
+
+#include <algorithm>
+#include <mutex>
+
+namespace nodus::http {
+namespace {
+
+// The libcurl entry points nodus uses, resolved from libcurl.so.4 at run time. Only the types and
+// constants come from <curl/curl.h>; nothing links against libcurl (see http.h for why).
+struct CurlApi {
+  CURLcode (*global_init)(long flags);
+  CURL* (*easy_init)();
+  CURLcode (*easy_setopt)(CURL* handle, CURLoption option, ...);
+  CURLcode (*easy_perform)(CURL* handle);
+  CURLcode (*easy_getinfo)(CURL* handle, CURLINFO info, ...);
+  void (*easy_cleanup)(CURL* handle);
+  const char* (*easy_strerror)(CURLcode code);
+  curl_slist* (*slist_append)(curl_slist* list, const char* text);
+  void (*slist_free_all)(curl_slist* list);
+};
+
+template <typename Fn>
+bool resolve(void* lib, const char* name, Fn& fn, std::string& missing) {
+  fn = reinterpret_cast<Fn>(dlsym(lib, name));
+  if (fn == nullptr) missing += (missing.empty() ? "" : ", ") + std::string(name);
+  return fn != nullptr;
+}
+
+// Loads libcurl once per process; later calls return the same table or the same error.
+Result<const CurlApi*> load_curl() {
+  static CurlApi api;
+  static std::string error;
+  static std::once_flag once;
+  std::call_once(once, [] {
+    void* lib = dlopen("libcurl.so.4", RTLD_NOW | RTLD_LOCAL);
+    if (lib == nullptr) {
+      const char* why = dlerror();
+      error = std::string("cannot load libcurl.so.4 (needed for HTTP): ") + (why ? why : "unknown");
+      return;
+    }
+    std::string missing;
+    resolve(lib, "curl_global_init", api.global_init, missing);
+    resolve(lib, "curl_easy_init", api.easy_init, missing);
+    resolve(lib, "curl_easy_setopt", api.easy_setopt, missing);
+    resolve(lib, "curl_easy_perform", api.easy_perform, missing);
+    resolve(lib, "curl_easy_getinfo", api.easy_getinfo, missing);
+    resolve(lib, "curl_easy_cleanup", api.easy_cleanup, missing);
+    resolve(lib, "curl_easy_strerror", api.easy_strerror, missing);
+    resolve(lib, "curl_slist_append", api.slist_append, missing);
+    resolve(lib, "curl_slist_free_all", api.slist_free_all, missing);
+    if (!missing.empty()) {
+      error = "libcurl.so.4 lacks " + missing;
+      return;
+    }
+    // curl_global_init is not thread-safe in older libcurl: call_once makes it run exactly once.
+    if (CURLcode rc = api.global_init(CURL_GLOBAL_DEFAULT); rc != CURLE_OK)
+      error = std::string("curl_global_init failed: ") + api.easy_strerror(rc);
+  });
+  if (!error.empty()) return Error::permanent(error);
+  return &api;
+}
+
+size_t append_body(char* data, size_t size, size_t count, void* user) {
+  static_cast<std::string*>(user)->append(data, size * count);
+  return size * count;
+}
+
+// Replaces every occurrence of `secret` in `text` by "<redacted>".
+void scrub(std::string& text, std::string_view secret) {
+  if (secret.size() < 4) return;  // too short to be a credential; replacing would mangle words
+  for (size_t at = text.find(secret); at != std::string::npos; at = text.find(secret, at))
+    text.replace(at, secret.size(), "<redacted>");
+}
+
+class CurlClient : public Client {
+ public:
+  explicit CurlClient(const CurlApi& api) : api_(api) {}
+
+  Result<Response> send(const Request& request) override {
+    CURL* curl = api_.easy_init();
+    if (curl == nullptr) return Error::retryable("curl_easy_init failed for " + target(request));
+    curl_slist* headers = nullptr;
+    for (const auto& [name, value] : request.headers)
+      headers = api_.slist_append(headers, (name + ": " + value).c_str());
+
+    Response response;
+    char detail[CURL_ERROR_SIZE] = {};
+    set(curl, CURLOPT_URL, request.url.c_str());
+    set(curl, CURLOPT_NOSIGNAL, 1L);  // timeouts must not use SIGALRM in a multi-threaded process
+    set(curl, CURLOPT_TIMEOUT_MS, request.timeout_ms);
+    set(curl, CURLOPT_CONNECTTIMEOUT_MS, request.connect_timeout_ms);
+    set(curl, CURLOPT_ERRORBUFFER, detail);
+    set(curl, CURLOPT_WRITEFUNCTION, &append_body);
+    set(curl, CURLOPT_WRITEDATA, &response.body);
+    set(curl, CURLOPT_PROTOCOLS_STR, "http,https");
+    if (!request.unix_socket.empty())
+      set(curl, CURLOPT_UNIX_SOCKET_PATH, request.unix_socket.c_str());
+    if (headers != nullptr) set(curl, CURLOPT_HTTPHEADER, headers);
+    // Redirects are followed only for plain fetches: curl would resend custom headers (tokens)
+    // to whatever host a redirect names.
+    if (request.headers.empty() && (request.method == "GET" || request.method == "HEAD")) {
+      set(curl, CURLOPT_FOLLOWLOCATION, 1L);
+      set(curl, CURLOPT_MAXREDIRS, 5L);
+      set(curl, CURLOPT_REDIR_PROTOCOLS_STR, "https");
+    }
+    if (request.method == "HEAD") {
+      set(curl, CURLOPT_NOBODY, 1L);
+    } else if (request.method != "GET" || !request.body.empty()) {
+      if (request.method == "POST" || !request.body.empty()) {
+        set(curl, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(request.body.size()));
+        set(curl, CURLOPT_POSTFIELDS, request.body.c_str());
+      }
+      if (request.method != "POST") set(curl, CURLOPT_CUSTOMREQUEST, request.method.c_str());
+    }
+
+    CURLcode rc = api_.easy_perform(curl);
+    if (rc == CURLE_OK) api_.easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &response.status);
+    api_.easy_cleanup(curl);
+    api_.slist_free_all(headers);
+    if (rc != CURLE_OK) return Error::retryable(describe(request, rc, detail));
+    return response;
+  }
+
+ private:
+  template <typename T>
+  void set(CURL* curl, CURLoption option, T value) {
+    api_.easy_setopt(curl, option, value);
+  }
+
+  static std::string target(const Request& request) {
+    std::string text = request.method + " " + redact_url(request.url);
+    if (!request.unix_socket.empty()) text += " via unix socket " + request.unix_socket;
+    return text;
+  }
+
+  // "<METHOD> <redacted url>: <curl's words> (<curl's detail>)", with any credential that curl
+  // might have echoed scrubbed out.
+  std::string describe(const Request& request, CURLcode rc, const char* detail) const {
+    std::string words = api_.easy_strerror(rc);
+    if (detail[0] != '\0' && words != detail) words += std::string(" (") + detail + ")";
+    scrub(words, request.url);
+    if (auto at = request.url.find('@'); at != std::string::npos) {
+      auto start = request.url.find("://");
+      start = start == std::string::npos ? 0 : start + 3;
+      if (start < at) scrub(words, std::string_view(request.url).substr(start, at - start));
+    }
+    for (const auto& header : request.headers) scrub(words, header.second);
+    return target(request) + ": " + words;
+  }
+
+  const CurlApi& api_;
+};
+
+bool is_secret_name(std::string_view name) {
+  std::string lower;
+  for (char c : name) lower += static_cast<char>(c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c);
+  for (const char* word :
+       {"token", "jwt", "key", "secret", "pass", "sig", "auth", "credential", "session", "cookie"})
+    if (lower.find(word) != std::string::npos) return true;
+  return false;
+}
+
+// Rewrites "a=1&token=xyz" as "a=1&token=<redacted>".
+std::string redact_params(std::string_view params) {
+  std::string out;
+  size_t start = 0;
+  while (start <= params.size()) {
+    size_t end = params.find('&', start);
+    if (end == std::string_view::npos) end = params.size();
+    std::string_view pair = params.substr(start, end - start);
+    size_t eq = pair.find('=');
+    if (eq != std::string_view::npos && is_secret_name(pair.substr(0, eq)))
+      out += std::string(pair.substr(0, eq + 1)) + "<redacted>";
+    else
+      out += pair;
+    if (end == params.size()) break;
+    out += '&';
+    start = end + 1;
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string redact_url(std::string_view url) {
+  std::string out;
+  size_t authority = url.find("://");
+  authority = authority == std::string_view::npos ? 0 : authority + 3;
+  size_t path = url.find_first_of("/?#", authority);
+  if (path == std::string_view::npos) path = url.size();
+  size_t at = url.substr(0, path).rfind('@');
+  if (authority > 0 && at != std::string_view::npos && at >= authority)
+    out = std::string(url.substr(0, authority)) + std::string(url.substr(at + 1, path - at - 1));
+  else
+    out = std::string(url.substr(0, path));
+
+  size_t query = url.find('?', path);
+  size_t fragment = url.find('#', path);
+  size_t path_end = std::min(query, fragment);
+  out += url.substr(path, (path_end == std::string_view::npos ? url.size() : path_end) - path);
+  if (query != std::string_view::npos && query < fragment) {
+    size_t end = fragment == std::string_view::npos ? url.size() : fragment;
+    out += "?" + redact_params(url.substr(query + 1, end - query - 1));
+  }
+  // OAuth-style flows put tokens in the fragment ("#access_token=..."), so it gets the same care.
+  if (fragment != std::string_view::npos) out += "#" + redact_params(url.substr(fragment + 1));
+  return out;
+}
+
+Result<std::unique_ptr<Client>> make_curl_client() {
+  auto api = load_curl();
+  if (!api.ok()) return api.error();
+  return std::unique_ptr<Client>(std::make_unique<CurlClient>(**api));
+}
+
+}  // namespace nodus::http
