@@ -4,6 +4,8 @@
 #include <charconv>
 #include <set>
 
+#include "core/parse.h"
+
 namespace nodus::sweep {
 namespace {
 
@@ -134,12 +136,18 @@ Result<Grid> parse_grid(const std::vector<std::string>& specs) {
     return Error::permanent(
         "a sweep needs at least one --param NAME=VALUES, like num_workers=0,4,8");
   Grid grid;
-  std::set<std::string> names;
   for (const auto& spec : specs) {
     auto axis = parse_param(spec);
     if (!axis) return axis.error();
-    if (!names.insert(axis->name).second)
-      return bad(spec, "param '" + axis->name + "' is given twice; give each name once");
+    for (const auto& other : grid.axes) {
+      if (other.name == axis->name)
+        return bad(spec, "param '" + axis->name + "' is given twice; give each name once");
+      // Both would set the same NODUS_PARAM_<NAME> variable.
+      if (to_upper(other.name) == to_upper(axis->name))
+        return bad(spec, "params '" + other.name + "' and '" + axis->name +
+                             "' differ only in case; both would set NODUS_PARAM_" +
+                             to_upper(axis->name));
+    }
     grid.axes.push_back(std::move(*axis));
   }
   return grid;

@@ -114,6 +114,12 @@ TEST(SweepGrid, DuplicateNamesAreErrors) {
   EXPECT_EQ(grid.error().message, "--param 'a=5': param 'a' is given twice; give each name once");
 }
 
+TEST(SweepGrid, NamesDifferingOnlyInCaseAreErrors) {
+  auto grid = parse_grid({"lr=0.1", "LR=0.2"});
+  ASSERT_FALSE(grid.ok());
+  EXPECT_NE(grid.error().message.find("NODUS_PARAM_LR"), std::string::npos);
+}
+
 TEST(SweepGrid, NoParamsIsAnError) { EXPECT_FALSE(parse_grid({}).ok()); }
 
 TEST(SweepGrid, FirstErrorIsReported) {

@@ -1,0 +1,49 @@
+#pragma once
+// How a cell's values reach its job: {NAME} placeholders in the command's arguments, environment
+// variables NODUS_PARAM_<NAME> and NODUS_SWEEP_CELL, a display label and a JSON object.
+//
+// Values are substituted into argv elements, never through a shell: a value such as
+// "$(rm -rf ~)" or ";reboot" stays one literal argument. Substitution is one pass, so a value
+// that itself contains "{other}" is not expanded again. "{{" and "}}" are literal braces.
+
+#include <map>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "core/result.h"
+#include "sweep/grid.h"
+
+namespace nodus::sweep {
+
+// A command line whose placeholders were checked against the grid's params before anything runs.
+class ArgvTemplate {
+ public:
+  // Fails on an unknown placeholder, an empty or malformed one, an unclosed '{' or a single '}',
+  // naming the argument (1-based, the command itself is argument 1) and the known params.
+  static Result<ArgvTemplate> parse(const std::vector<std::string>& argv, const Grid& grid);
+
+  // The argv of one cell of the grid the template was parsed against.
+  std::vector<std::string> resolve(const Cell& cell) const;
+
+  const std::vector<std::string>& source() const { return source_; }
+
+ private:
+  struct Piece {
+    std::string literal;  // text to copy, when param < 0
+    int param = -1;       // else the axis whose value goes here
+  };
+  std::vector<std::string> source_;
+  std::vector<std::vector<Piece>> args_;
+};
+
+// NODUS_PARAM_<NAME uppercased>=value for each param, and NODUS_SWEEP_CELL=index.
+std::map<std::string, std::string> cell_env(const Cell& cell);
+
+// "num_workers=4 batch_size=128": params in axis order.
+std::string cell_label(const std::vector<Param>& params);
+
+// {"num_workers": 4, "model": "vit"}: values that are JSON numbers become numbers.
+nlohmann::json params_json(const std::vector<Param>& params);
+
+}  // namespace nodus::sweep
