@@ -1,0 +1,53 @@
+// nodus ps: running and recent jobs (-a: all).
+
+#include "backend/backend.h"
+#include "cli/common.h"
+#include "cli/job_views.h"
+
+namespace nodus::cli {
+
+// Brings active jobs up to date: local ones whose supervisor died become lost; jobs on a
+// cluster are asked about (detached Slurm runs finish without anyone watching).
+void reconcile(store::Store& store) {
+  store.reconcile_dead_supervisors();
+  std::unique_ptr<backend::Backend> slurm;
+  for (auto& job : store.active_jobs()) {
+    if (job.backend == "local") continue;
+    if (store::process_alive(job.supervisor_pid, job.supervisor_start)) continue;
+    if (!slurm) slurm = backend::make_backend(job.backend);
+    auto changed = slurm->refresh(job);
+    if (changed.ok() && *changed) {
+      store.update_job(job);
+      if (is_final(job.state)) store.release_gpus(job.id);
+    }
+  }
+}
+
+namespace {
+struct PsCommand {
+  bool all = false;
+  int limit = 20;
+  std::string format = "table";
+  int operator()() const {
+    Format f = format_from(format);
+    auto store = open_store();
+    reconcile(*store);
+    store::JobFilter filter;
+    filter.all = all;
+    filter.limit = all ? 1'000'000 : limit;
+    print(jobs_table(store->jobs(filter)).render(f));
+    return 0;
+  }
+};
+}  // namespace
+
+Command add_ps(CLI::App& app) {
+  auto cmd = std::make_shared<PsCommand>();
+  CLI::App* sub = app.add_subcommand("ps", "list running and recent jobs");
+  sub->add_flag("-a,--all", cmd->all, "all jobs");
+  sub->add_option("-n,--last", cmd->limit, "how many finished jobs to show")->capture_default_str();
+  add_format_flag(sub, cmd->format);
+  return {sub, [cmd] { return (*cmd)(); }};
+}
+
+}  // namespace nodus::cli

@@ -1,0 +1,119 @@
+// nodus run: one job, attached (default) or detached, with its caps enforced to the end.
+
+#include <unistd.h>
+
+#include <cstdio>
+
+#include "backend/backend.h"
+#include "cli/common.h"
+#include "core/config.h"
+#include "core/error.h"
+#include "core/parse.h"
+#include "engine/gpu_wait.h"
+#include "engine/signals.h"
+#include "engine/supervisor.h"
+#include "engine/supervisor_process.h"
+
+namespace nodus::cli {
+namespace {
+
+struct RunCommand {
+  RunFlags flags;
+  bool detach = false;
+
+  int operator()() const {
+    engine::JobRequest request = to_request(flags);
+    billing::Catalog catalog = load_catalog(flags.prices);
+    std::optional<engine::Inventory> inventory;
+    if (request.backend == "local" && !request.gpu.none()) inventory = local_inventory(catalog);
+    JobRecord job = engine::build_job(request, catalog, inventory ? &*inventory : nullptr);
+
+    auto store = open_store();
+    store->reconcile_dead_supervisors();
+    job.supervisor_pid = getpid();
+    job.supervisor_start = store::process_start_time(job.supervisor_pid);
+    engine::insert_job(*store, job);
+    if (detach) return run_detached(*store, job, request, inventory);
+
+    engine::SignalWatch signals;
+    if (inventory)
+      std::fprintf(stderr, "nodus: job %lld: %d x %s at %s/GPU-hour (GPUs from %s)\n",
+                   static_cast<long long>(job.id), job.gpu_count, job.gpu_type.c_str(),
+                   format_usd(job.rate_per_gpu_hour).c_str(), inventory->source.c_str());
+    if (inventory) {
+      auto got = engine::acquire_gpus(*store, job, *inventory, flags.no_wait, &signals, true);
+      if (got != engine::Acquired::kClaimed) return give_up(*store, job, got);
+    } else {
+      job.state = JobState::kStarting;
+      store->update_job(job);
+    }
+    auto backend = backend::make_backend(job.backend);
+    engine::Supervisor supervisor(*store, *backend);
+    engine::SuperviseRun run;
+    run.options = request.supervise;
+    run.env = request.env;
+    run.signals = &signals;
+    int rc = supervisor.run(job, run);
+    std::fprintf(stderr, "nodus: job %lld %s after %s, cost %s%s\n", static_cast<long long>(job.id),
+                 std::string(to_string(job.state)).c_str(),
+                 format_duration(Millis(static_cast<long long>(
+                     1000 * (job.ended_at.value_or(0) - job.started_at.value_or(0)))))
+                     .c_str(),
+                 format_usd(job.cost).c_str(), job.note.empty() ? "" : (" (" + job.note + ")").c_str());
+    return rc;
+  }
+
+  int give_up(store::Store& store, JobRecord& job, engine::Acquired why) const {
+    job.state = why == engine::Acquired::kBusy ? JobState::kFailed : JobState::kCancelled;
+    job.ended_at = unix_now();
+    job.note = why == engine::Acquired::kBusy ? "not started: its GPUs were busy (--no-wait)"
+                                              : "not started: interrupted while waiting for GPUs";
+    job.exit_code = why == engine::Acquired::kBusy ? exit_code::kNodusError : exit_code::kInterrupted;
+    store.update_job(job);
+    if (why == engine::Acquired::kBusy)
+      throw Fatal("--no-wait: not enough free " + job.gpu_type + " GPUs for --gpu " + job.gpu_type +
+                  ":" + std::to_string(job.gpu_count) + " right now (job " + std::to_string(job.id) +
+                  " not started)");
+    std::fprintf(stderr, "nodus: job %lld cancelled while waiting for GPUs\n", static_cast<long long>(job.id));
+    return exit_code::kInterrupted;
+  }
+
+  int run_detached(store::Store& store, JobRecord& job, const engine::JobRequest& request,
+                   const std::optional<engine::Inventory>& inventory) const {
+    engine::Ticket ticket;
+    ticket.job_id = job.id;
+    ticket.env = request.env;
+    ticket.no_wait = flags.no_wait;
+    if (inventory) ticket.inventory = *inventory;
+    auto spawned = value_or_throw(engine::spawn_supervisor(ticket));
+    // The supervisor owns the row from here on; the status line says how the launch went.
+    std::string status = engine::read_status_line(spawned.status_fd);
+    close(spawned.status_fd);
+    if (status.rfind("error ", 0) == 0) {
+      std::string rest = status.substr(6);
+      int code = std::atoi(rest.c_str());
+      throw Fatal(rest.substr(rest.find(' ') + 1), code ? code : exit_code::kNodusError);
+    }
+    if (status.empty()) throw Fatal("the supervisor of job " + std::to_string(job.id) + " exited before starting it");
+    std::printf("%lld\n", static_cast<long long>(job.id));
+    if (status == "waiting")
+      std::fprintf(stderr, "nodus: job %lld is waiting for GPUs\n", static_cast<long long>(job.id));
+    return 0;
+  }
+};
+
+}  // namespace
+
+Command add_run(CLI::App& app) {
+  auto cmd = std::make_shared<RunCommand>();
+  CLI::App* sub = app.add_subcommand("run", "run a job with caps: nodus run [options] -- CMD [ARGS...]");
+  add_run_flags(sub, cmd->flags);
+  sub->add_flag("-d,--detach", cmd->detach, "print the job id and return; a background supervisor enforces the caps");
+  sub->prefix_command();
+  return {sub, [cmd, sub] {
+            cmd->flags.command = sub->remaining();
+            return (*cmd)();
+          }};
+}
+
+}  // namespace nodus::cli

@@ -1,0 +1,113 @@
+// nodus show JOB|SWEEP: one job in full (with utilization, idle dollars and the diagnosis), or a
+// sweep's comparison table.
+
+#include <cstdio>
+
+#include "cli/common.h"
+#include "cli/job_views.h"
+#include "cli/sweep_views.h"
+#include "core/error.h"
+#include "core/parse.h"
+#include "telemetry/summary.h"
+#include "telemetry/util_series.h"
+
+namespace nodus::cli {
+
+void reconcile(store::Store& store);
+
+namespace {
+
+std::string opt_usd(const std::optional<double>& v) { return v ? format_usd(*v) : "-"; }
+
+void print_job(store::Store& store, const JobRecord& job, Format format) {
+  auto stats = store.stats(job.id);
+  nlohmann::json j = job_json(job);
+  j["stats"] = stats ? stats->values : nlohmann::json::object();
+  if (format == Format::kJson) return print(j.dump(2) + "\n");
+
+  Table t({{"field", "FIELD"}, {"value", "VALUE"}});
+  auto row = [&](const std::string& k, const std::string& v) { t.add_row({k, v}, {{"field", k}, {"value", v}}); };
+  row("id", std::to_string(job.id));
+  if (!job.name.empty()) row("name", job.name);
+  row("state", std::string(to_string(job.state)));
+  row("command", command_line(job.argv));
+  row("backend", job.backend + (job.backend_id.empty() ? "" : " (" + job.backend_id + ")"));
+  row("gpu", gpu_label(job) + (job.inventory_source.empty() ? "" : " from " + job.inventory_source));
+  if (job.gpu_count) row("rate", format_usd(job.rate_per_gpu_hour) + "/GPU-hour");
+  row("max cost", opt_usd(job.max_cost));
+  row("timeout", job.timeout_ms ? format_duration(Millis(*job.timeout_ms)) : "-");
+  row("wall", job.started_at ? format_duration(Millis(static_cast<long long>(wall_seconds(job) * 1000))) : "-");
+  row("cost", format_usd(j["cost_usd"].get<double>()));
+  row("exit code", job.exit_code ? std::to_string(*job.exit_code) : "-");
+  if (job.signal) row("signal", std::to_string(*job.signal));
+  if (!job.image.empty()) row("image", job.image);
+  row("workdir", job.workdir);
+  row("log", job.log_path);
+  if (!job.note.empty()) row("note", job.note);
+  if (job.sweep_id) row("sweep", "s" + std::to_string(*job.sweep_id) + " cell " + std::to_string(job.cell_index + 1));
+  for (const auto& [k, v] : job.env) row("env " + k, is_secret_name(k) ? std::string(kRedacted) : v);
+
+  if (stats) {
+    telemetry::Summary s = stats->values.get<telemetry::Summary>();
+    const auto& v = stats->values;
+    if (s.util_mean) {
+      row("gpu util", "mean " + telemetry::format_percent(*s.util_mean) + ", median " +
+                          telemetry::format_percent(s.util_median.value_or(0)) + ", idle " +
+                          telemetry::format_percent(100 * s.idle_fraction.value_or(0)) + " of samples");
+      row("idle cost", opt_usd(s.idle_usd) + " of " + format_usd(job.cost));
+      std::string spark = telemetry::util_sparkline(store.gpu_samples(job.id), 60);
+      if (!spark.empty()) row("util over time", spark);
+    } else if (v.contains("gpu_note")) {
+      row("gpu util", v["gpu_note"].get<std::string>());
+    }
+    if (s.cpu_percent_mean)
+      row("cpu", telemetry::format_percent(*s.cpu_percent_mean) + " of one core (" +
+                     telemetry::format_percent(100 * s.cpu_saturation.value_or(0)) + " of " +
+                     std::to_string(s.cores.value_or(0)) + " cores)");
+    if (s.data_wait_share) row("data wait", telemetry::format_percent(100 * *s.data_wait_share));
+    if (v.contains("throughput"))
+      row("throughput", std::to_string(v["throughput"].get<double>()) + " " +
+                            v.value("throughput_metric", std::string("samples_per_sec")));
+    if (v.contains("findings"))
+      for (const auto& f : v["findings"])
+        row(f.value("note", false) ? "note" : "diagnosis",
+            f.value("evidence", "") + ": " + f.value("cause", "") + " -> " + f.value("fix", ""));
+  }
+  if (format == Format::kTable) {
+    for (size_t i = 0; i < t.size(); ++i)
+      std::printf("%-16s %s\n", t.raw(i)["field"].get<std::string>().c_str(),
+                  t.raw(i)["value"].get<std::string>().c_str());
+  } else {
+    print(t.render(format));
+  }
+}
+
+struct ShowCommand {
+  std::string id;
+  std::string format = "table";
+  std::string sort;
+
+  int operator()() const {
+    Format f = format_from(format);
+    auto store = open_store();
+    reconcile(*store);
+    bool looks_like_sweep = !id.empty() && id[0] == 's' && id.find_first_not_of("0123456789", 1) == std::string::npos;
+    if (!looks_like_sweep) {
+      if (auto job = store->find_job(id)) return print_job(*store, *job, f), 0;
+    }
+    if (auto sweep = store->find_sweep(id)) return print_sweep(*store, *sweep, sort, f), 0;
+    throw Fatal("unknown job or sweep '" + id + "': see nodus ps -a and nodus sweeps");
+  }
+};
+}  // namespace
+
+Command add_show(CLI::App& app) {
+  auto cmd = std::make_shared<ShowCommand>();
+  CLI::App* sub = app.add_subcommand("show", "show a job (utilization, idle cost, diagnosis) or a sweep's table");
+  sub->add_option("id", cmd->id, "job id or name, or sweep id (s3) or name")->required();
+  sub->add_option("--sort", cmd->sort, "sweep table: sort by this column");
+  add_format_flag(sub, cmd->format);
+  return {sub, [cmd] { return (*cmd)(); }};
+}
+
+}  // namespace nodus::cli

@@ -1,0 +1,60 @@
+// nodus sweeps: every sweep with its cell counts, state and total cost.
+
+#include "cli/common.h"
+#include "cli/sweep_views.h"
+#include "core/parse.h"
+
+namespace nodus::cli {
+
+void reconcile(store::Store& store);
+
+namespace {
+struct SweepsCommand {
+  int limit = 50;
+  std::string format = "table";
+  int operator()() const {
+    Format f = format_from(format);
+    auto store = open_store();
+    reconcile(*store);
+    Table t({{"id", "ID"}, {"name", "NAME"}, {"state", "STATE"}, {"cells", "CELLS", true},
+             {"completed", "DONE", true}, {"failed", "FAILED", true}, {"cost_usd", "COST", true},
+             {"budget_usd", "BUDGET", true}, {"created_at", "CREATED"}, {"command", "COMMAND"}});
+    for (auto& s : store->sweeps(limit)) {
+      if (s.state == "running" && !store::process_alive(s.supervisor_pid, s.supervisor_start)) {
+        s.state = "interrupted";  // its nodus process died; --resume picks it up
+        store->update_sweep(s);
+      }
+      auto cells = store->sweep_cells(s.id);
+      int completed = 0, failed = 0;
+      double cost = 0;
+      for (const auto& c : cells) {
+        completed += c.state == JobState::kCompleted;
+        failed += is_final(c.state) && c.state != JobState::kCompleted;
+        cost += c.cost;
+      }
+      int total = s.definition.value("cells", static_cast<int>(cells.size()));
+      std::string cmd = command_line(s.argv);
+      if (cmd.size() > 48) cmd = cmd.substr(0, 45) + "...";
+      t.add_row({"s" + std::to_string(s.id), s.name.empty() ? "-" : s.name, s.state, std::to_string(total),
+                 std::to_string(completed), std::to_string(failed), format_usd(cost),
+                 s.budget ? format_usd(*s.budget) : "-", ago(s.created_at), cmd},
+                {{"id", "s" + std::to_string(s.id)}, {"name", s.name}, {"state", s.state}, {"cells", total},
+                 {"completed", completed}, {"failed", failed}, {"cost_usd", cost},
+                 {"budget_usd", s.budget ? nlohmann::json(*s.budget) : nlohmann::json()},
+                 {"created_at", s.created_at}, {"command", command_line(s.argv)}});
+    }
+    print(t.render(f));
+    return 0;
+  }
+};
+}  // namespace
+
+Command add_sweeps(CLI::App& app) {
+  auto cmd = std::make_shared<SweepsCommand>();
+  CLI::App* sub = app.add_subcommand("sweeps", "list sweeps");
+  sub->add_option("-n,--last", cmd->limit, "how many sweeps")->capture_default_str();
+  add_format_flag(sub, cmd->format);
+  return {sub, [cmd] { return (*cmd)(); }};
+}
+
+}  // namespace nodus::cli

@@ -1,0 +1,108 @@
+#include "cli/common.h"
+
+#include <cstdio>
+
+#include "backend/local/inventory.h"
+#include "core/config.h"
+#include "core/error.h"
+#include "core/parse.h"
+
+namespace nodus::cli {
+
+void add_run_flags(CLI::App* sub, RunFlags& f) {
+  sub->add_option("--gpu", f.gpu, "GPUs as TYPE[:COUNT] (H100, h100:8, L4) or none")->capture_default_str();
+  sub->add_option("--max-cost", f.max_cost, "stop before the job costs more than USD (5, 5.00, $5)");
+  sub->add_option("--timeout", f.timeout, "stop after DURATION (90s, 30m, 2h, 1h30m, 1d)");
+  sub->add_option("--grace", f.grace, "time between SIGTERM and SIGKILL")->capture_default_str();
+  sub->add_option("--name", f.name, "a name for the job");
+  sub->add_option("-e,--env", f.env, "K=V added to the job's environment (repeatable)");
+  sub->add_option("-w,--workdir", f.workdir, "working directory of the job");
+  sub->add_option("--image", f.image, "run inside this container image (podman or docker)");
+  sub->add_option("--backend", f.backend, "local or slurm (default $NODUS_BACKEND or local)");
+  sub->add_option("--prices", f.prices, "price catalog: a JSON file or an https URL");
+  sub->add_flag("--no-wait", f.no_wait, "fail instead of waiting when the GPUs are busy");
+  sub->add_option("--sample-interval", f.sample_interval, "telemetry sampling period")->capture_default_str();
+  sub->add_option("--min-util", f.min_util, "stop when mean GPU utilization over --util-window is below PCT");
+  sub->add_option("--util-window", f.util_window, "window for --min-util")->capture_default_str();
+  sub->add_option("--metric-regex", f.metric_regex, "NAME=REGEX: a metric from the job's output lines");
+  sub->add_option("--throughput", f.throughput, "metric that measures throughput")->capture_default_str();
+}
+
+engine::JobRequest to_request(const RunFlags& f) {
+  engine::JobRequest r;
+  r.argv = f.command;
+  r.name = f.name;
+  r.backend = f.backend.empty() ? config_get("backend") : f.backend;
+  if (r.backend != "local" && r.backend != "slurm")
+    throw Fatal("--backend: unknown backend '" + r.backend + "': expected local or slurm");
+  r.gpu = value_or_throw(parse_gpu_request(f.gpu));
+  if (!f.max_cost.empty()) r.max_cost = value_or_throw(parse_usd(f.max_cost, "--max-cost"));
+  if (!f.timeout.empty()) r.timeout = value_or_throw(parse_duration(f.timeout, "--timeout"));
+  r.grace = value_or_throw(parse_duration(f.grace, "--grace"));
+  for (const auto& kv : f.env) r.env.insert(value_or_throw(parse_env_assignment(kv)));
+  r.workdir = f.workdir;
+  r.image = f.image;
+  r.supervise.sample_interval = value_or_throw(parse_duration(f.sample_interval, "--sample-interval"));
+  if (r.supervise.sample_interval < Millis(50))
+    throw Fatal("--sample-interval: invalid value '" + f.sample_interval + "': at least 50ms");
+  if (!f.min_util.empty()) r.supervise.min_util = value_or_throw(parse_percent(f.min_util, "--min-util"));
+  r.supervise.util_window = value_or_throw(parse_duration(f.util_window, "--util-window"));
+  r.supervise.metric_regexes = f.metric_regex;
+  r.supervise.throughput_metric = f.throughput;
+  return r;
+}
+
+std::unique_ptr<store::Store> open_store() { return store::Store::open(store::Store::default_path()); }
+
+billing::Catalog load_catalog(const std::string& prices_flag) {
+  std::optional<std::string> flag;
+  if (!prices_flag.empty()) flag = prices_flag;
+  return value_or_throw(billing::Catalog::resolve(flag, nodus_home() + "/cache"));
+}
+
+engine::Inventory local_inventory(const billing::Catalog& catalog) {
+  auto inv = value_or_throw(backend::local::detect_local_inventory(catalog));
+  return engine::Inventory{inv.gpus, inv.source, inv.note};
+}
+
+void add_format_flag(CLI::App* sub, std::string& format) {
+  sub->add_option("--format", format, "table, json, csv or md")->capture_default_str();
+}
+
+Format format_from(const std::string& text) { return value_or_throw(parse_format(text)); }
+
+void print(const std::string& text) { std::fwrite(text.data(), 1, text.size(), stdout); }
+
+std::string command_line(const std::vector<std::string>& argv) {
+  std::string out;
+  for (const auto& a : argv) {
+    bool plain = !a.empty() && a.find_first_not_of(
+                                   "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
+                                   "-_./=:,+@%") == std::string::npos;
+    std::string q = plain ? a : "'" + a + "'";
+    if (!plain) {
+      std::string esc;
+      for (char c : a) esc += (c == '\'') ? std::string("'\\''") : std::string(1, c);
+      q = "'" + esc + "'";
+    }
+    out += (out.empty() ? "" : " ") + q;
+  }
+  return out;
+}
+
+std::string ago(double t) {
+  double d = unix_now() - t;
+  if (d < 0) d = 0;
+  char buf[32];
+  if (d < 60)
+    std::snprintf(buf, sizeof buf, "%ds ago", static_cast<int>(d));
+  else if (d < 3600)
+    std::snprintf(buf, sizeof buf, "%dm ago", static_cast<int>(d / 60));
+  else if (d < 86400)
+    std::snprintf(buf, sizeof buf, "%dh ago", static_cast<int>(d / 3600));
+  else
+    std::snprintf(buf, sizeof buf, "%dd ago", static_cast<int>(d / 86400));
+  return buf;
+}
+
+}  // namespace nodus::cli

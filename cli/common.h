@@ -1,0 +1,77 @@
+#pragma once
+// What the subcommands share: the registry of commands, the run flags that `run` and `sweep`
+// both take, and opening the store and the catalog the same way everywhere.
+
+#include <CLI/CLI.hpp>
+
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "billing/catalog.h"
+#include "core/table.h"
+#include "engine/job_builder.h"
+#include "store/store.h"
+
+namespace nodus::cli {
+
+using Action = std::function<int()>;
+
+// Each cmd_*.cc adds its subcommand to `app` and returns what to run when it was chosen.
+struct Command {
+  CLI::App* app;
+  Action action;
+};
+
+Command add_run(CLI::App& app);
+Command add_sweep(CLI::App& app);
+Command add_ps(CLI::App& app);
+Command add_show(CLI::App& app);
+Command add_logs(CLI::App& app);
+Command add_stop(CLI::App& app);
+Command add_cost(CLI::App& app);
+Command add_prices(CLI::App& app);
+Command add_estimate(CLI::App& app);
+Command add_sweeps(CLI::App& app);
+Command add_report(CLI::App& app);
+Command add_config(CLI::App& app);
+Command add_supervise(CLI::App& app);
+
+// Flags shared by `run` and `sweep`, as typed; to_request() validates them.
+struct RunFlags {
+  std::string gpu = "none";
+  std::string max_cost;
+  std::string timeout;
+  std::string grace = "10s";
+  std::string name;
+  std::vector<std::string> env;
+  std::string workdir;
+  std::string image;
+  std::string backend;
+  std::string prices;
+  bool no_wait = false;
+  std::string sample_interval = "1s";
+  std::string min_util;
+  std::string util_window = "5m";
+  std::vector<std::string> metric_regex;
+  std::string throughput = "samples_per_sec";
+  std::vector<std::string> command;
+};
+void add_run_flags(CLI::App* sub, RunFlags& flags);
+engine::JobRequest to_request(const RunFlags& flags);
+
+std::unique_ptr<store::Store> open_store();
+billing::Catalog load_catalog(const std::string& prices_flag);
+// The local GPU inventory, needed only when a job asks for GPUs.
+engine::Inventory local_inventory(const billing::Catalog& catalog);
+
+void add_format_flag(CLI::App* sub, std::string& format);
+Format format_from(const std::string& text);
+void print(const std::string& text);  // stdout, all of it
+
+std::string command_line(const std::vector<std::string>& argv);  // shell-quoted for display
+std::string ago(double unix_time);                                // "3m ago"
+
+}  // namespace nodus::cli

@@ -1,0 +1,40 @@
+#include "engine/gpu_wait.h"
+
+#include <poll.h>
+#include <unistd.h>
+
+#include <cstdio>
+
+#include "engine/signals.h"
+
+namespace nodus::engine {
+
+Acquired acquire_gpus(store::Store& store, JobRecord& job, const Inventory& inventory,
+                      bool no_wait, SignalWatch* signals, bool attach) {
+  if (job.gpu_count == 0) {
+    job.state = JobState::kStarting;
+    return Acquired::kClaimed;
+  }
+  const int64_t pid = getpid();
+  const int64_t start = store::process_start_time(pid);
+  bool said = false;
+  for (;;) {
+    if (auto got = store.claim_gpus(job.id, job.gpu_type, job.gpu_count, inventory.gpus, pid, start)) {
+      job.gpu_indices = *got;
+      job.state = JobState::kStarting;
+      store.update_job(job);
+      return Acquired::kClaimed;
+    }
+    if (no_wait) return Acquired::kBusy;
+    if (!said && attach) {
+      std::fprintf(stderr, "nodus: job %lld waiting for %d free %s GPU%s (Ctrl-C to give up)\n",
+                   static_cast<long long>(job.id), job.gpu_count, job.gpu_type.c_str(),
+                   job.gpu_count > 1 ? "s" : "");
+      said = true;
+    }
+    pollfd p{signals ? signals->fd() : -1, POLLIN, 0};
+    if (::poll(&p, 1, 250) > 0) return Acquired::kInterrupted;
+  }
+}
+
+}  // namespace nodus::engine

@@ -1,0 +1,89 @@
+#include "engine/job_builder.h"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <filesystem>
+
+#include "core/error.h"
+
+namespace nodus::engine {
+namespace {
+
+std::string describe_inventory(const Inventory& inv) {
+  std::map<std::string, int> counts;
+  for (const auto& g : inv.gpus) counts[g.type]++;
+  std::string s;
+  for (const auto& [type, n] : counts) s += (s.empty() ? "" : ", ") + type + " x" + std::to_string(n);
+  return s;
+}
+
+void check_inventory(const JobRequest& r, const std::string& type, const Inventory& inv) {
+  int have = 0;
+  for (const auto& g : inv.gpus) have += g.type == type;
+  std::string spec = "--gpu " + r.gpu.type + ":" + std::to_string(r.gpu.count);
+  if (inv.gpus.empty())
+    throw Fatal(spec + ": no GPUs found on this machine (" +
+                (inv.note.empty() ? inv.source : inv.note) +
+                "); declare them with NODUS_LOCAL_GPUS, e.g. NODUS_LOCAL_GPUS=" + type + ":1");
+  if (have == 0)
+    throw Fatal(spec + ": this machine has no " + type + " GPUs; it has " + describe_inventory(inv) +
+                " (from " + inv.source + ")");
+  if (r.gpu.count > have)
+    throw Fatal(spec + ": more than this machine has: " + std::to_string(have) + " " + type +
+                " (from " + inv.source + ")");
+}
+
+}  // namespace
+
+JobRecord build_job(const JobRequest& r, const billing::Catalog& catalog, const Inventory* inventory) {
+  if (r.argv.empty()) throw Fatal("no command given: usage: nodus run [options] -- COMMAND [ARGS...]");
+  JobRecord job;
+  job.argv = r.argv;
+  job.name = r.name;
+  job.backend = r.backend;
+  job.env = r.env;
+  job.image = r.image;
+  job.max_cost = r.max_cost;
+  if (r.timeout) job.timeout_ms = r.timeout->count();
+  job.grace_ms = r.grace.count();
+  job.options = r.supervise.to_json();
+  job.created_at = unix_now();
+  job.state = JobState::kWaiting;
+
+  if (!r.gpu.none()) {
+    const billing::PriceEntry* entry = value_or_throw(catalog.lookup(r.gpu.type));
+    job.gpu_type = entry->type;
+    job.gpu_count = r.gpu.count;
+    job.rate_per_gpu_hour = entry->usd_per_gpu_hour;
+    if (inventory) {
+      check_inventory(r, entry->type, *inventory);
+      job.inventory_source = inventory->source;
+    }
+  } else if (r.max_cost) {
+    throw Fatal("--max-cost " + format_usd(*r.max_cost) +
+                ": a CPU-only job has no catalog rate to cap; add --gpu TYPE[:COUNT] or use --timeout");
+  }
+
+  if (r.backend == "local") {
+    std::error_code ec;
+    std::string dir = r.workdir.empty() ? std::filesystem::current_path(ec).string() : r.workdir;
+    if (!std::filesystem::is_directory(dir, ec))
+      throw Fatal("--workdir: '" + dir + "' is not a directory");
+    job.workdir = std::filesystem::absolute(dir, ec).string();
+  } else {
+    job.workdir = r.workdir;
+  }
+  return job;
+}
+
+void insert_job(store::Store& store, JobRecord& job) {
+  job.id = store.insert_job(job);
+  std::string folder = store.folder();
+  for (const char* sub : {"/logs", "/metrics"}) ::mkdir((folder + sub).c_str(), 0700);
+  job.log_path = folder + "/logs/" + std::to_string(job.id) + ".log";
+  job.metrics_path = folder + "/metrics/" + std::to_string(job.id) + ".jsonl";
+  store.update_job(job);
+}
+
+}  // namespace nodus::engine

@@ -1,0 +1,48 @@
+#pragma once
+// From what the user typed to a priced, validated job row. Bad input throws Fatal with a
+// one-line message before anything is written to the store.
+
+#include <chrono>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "billing/catalog.h"
+#include "core/job.h"
+#include "core/parse.h"
+#include "engine/supervise_options.h"
+#include "store/store.h"
+
+namespace nodus::engine {
+
+struct JobRequest {
+  std::vector<std::string> argv;
+  std::string name;
+  std::string backend = "local";
+  GpuRequest gpu;
+  std::optional<double> max_cost;
+  std::optional<Millis> timeout;
+  Millis grace{10'000};
+  std::map<std::string, std::string> env;
+  std::string workdir;
+  std::string image;
+  SuperviseOptions supervise;
+};
+
+// The GPUs of this machine (local backend) and where that list came from.
+struct Inventory {
+  std::vector<store::Gpu> gpus;
+  std::string source;
+  std::string note;
+};
+
+// Validates the request against the catalog (and, for the local backend, the inventory) and
+// returns the job's row, state waiting, not yet inserted.
+JobRecord build_job(const JobRequest& request, const billing::Catalog& catalog,
+                    const Inventory* inventory);
+
+// Inserts the row and fills in the paths that depend on its id (log, metrics file).
+void insert_job(store::Store& store, JobRecord& job);
+
+}  // namespace nodus::engine

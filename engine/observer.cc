@@ -1,0 +1,149 @@
+#include "engine/observer.h"
+
+#include <chrono>
+#include <cstdio>
+
+#include "telemetry/diagnosis.h"
+#include "telemetry/gpu_sampler.h"
+#include "telemetry/host_sampler.h"
+#include "telemetry/summary.h"
+#include "telemetry/util_policy.h"
+#include "telemetry/util_series.h"
+#include "core/parse.h"
+#include "sweep/metrics.h"
+
+namespace nodus::engine {
+namespace {
+constexpr double kFlushEvery = 5.0;  // seconds between batched writes of series
+}
+
+struct JobObserver::Impl {
+  store::Store& store;
+  SuperviseOptions options;
+  bool attach;
+  int64_t job_id = 0;
+  std::unique_ptr<telemetry::GpuSampler> gpu;
+  std::string gpu_note;
+  std::unique_ptr<telemetry::HostSampler> host;
+  std::optional<telemetry::UtilPolicy> policy;
+  std::optional<std::string> low_util;
+  std::unique_ptr<sweep::MetricsReader> metrics;
+  std::vector<sweep::MetricRegex> regexes;
+  std::vector<GpuSample> gpu_buffer;
+  std::vector<HostSample> host_buffer;
+  std::vector<MetricPoint> metric_buffer;
+  double last_flush = 0;
+
+  Impl(store::Store& s, const SuperviseOptions& o, bool a) : store(s), options(o), attach(a) {
+    for (const auto& spec : o.metric_regexes) {
+      auto parsed = sweep::parse_metric_regex(spec);
+      if (parsed) regexes.push_back(std::move(*parsed));
+    }
+  }
+
+  void flush() {
+    if (job_id == 0) return;
+    if (!gpu_buffer.empty()) store.add_gpu_samples(job_id, gpu_buffer);
+    if (!host_buffer.empty()) store.add_host_samples(job_id, host_buffer);
+    if (!metric_buffer.empty()) store.add_metrics(job_id, metric_buffer);
+    gpu_buffer.clear();
+    host_buffer.clear();
+    metric_buffer.clear();
+    last_flush = unix_now();
+  }
+
+  void read_metrics() {
+    if (!metrics) return;
+    auto points = metrics->read_new(unix_now());
+    metric_buffer.insert(metric_buffer.end(), points.begin(), points.end());
+  }
+};
+
+JobObserver::JobObserver(store::Store& store, const SuperviseOptions& options, bool attach)
+    : impl_(std::make_unique<Impl>(store, options, attach)) {}
+
+JobObserver::~JobObserver() = default;
+
+void JobObserver::on_started(const JobRecord& job) {
+  Impl& m = *impl_;
+  m.job_id = job.id;
+  m.last_flush = unix_now();
+  if (!job.metrics_path.empty()) m.metrics = std::make_unique<sweep::MetricsReader>(job.metrics_path);
+  if (job.backend != "local") return;
+  if (job.gpu_count > 0) {
+    m.gpu = telemetry::make_gpu_sampler(static_cast<int>(m.options.sample_interval.count()), &m.gpu_note);
+    if (!m.gpu && m.attach) std::fprintf(stderr, "nodus: %s\n", m.gpu_note.c_str());
+  }
+  if (m.options.min_util && m.gpu)
+    m.policy.emplace(*m.options.min_util, m.options.util_window, job.started_at.value_or(unix_now()));
+  if (!job.backend_id.empty()) m.host = std::make_unique<telemetry::HostSampler>(std::stoi(job.backend_id));
+}
+
+void JobObserver::on_line(std::string_view line) {
+  Impl& m = *impl_;
+  if (m.regexes.empty()) return;
+  double now = unix_now();
+  for (const auto& re : m.regexes)
+    if (auto v = sweep::extract_metric(re, line)) m.metric_buffer.push_back({now, re.name, *v});
+}
+
+void JobObserver::tick(const JobRecord& job) {
+  Impl& m = *impl_;
+  if (m.gpu) {
+    auto samples = m.gpu->poll(job.gpu_indices);
+    if (m.policy) {
+      m.policy->add(samples);
+      if (!m.low_util) m.low_util = m.policy->check(unix_now());
+    }
+    m.gpu_buffer.insert(m.gpu_buffer.end(), samples.begin(), samples.end());
+  }
+  if (m.host) m.host_buffer.push_back(m.host->sample());
+  m.read_metrics();
+  if (unix_now() - m.last_flush >= kFlushEvery) m.flush();
+}
+
+std::optional<std::string> JobObserver::low_util_reason() const { return impl_->low_util; }
+
+std::string JobObserver::finish(const JobRecord& job) {
+  Impl& m = *impl_;
+  m.job_id = job.id;
+  m.read_metrics();
+  m.flush();
+
+  telemetry::SummaryInput in;
+  in.gpu = m.store.gpu_samples(job.id);
+  in.host = m.store.host_samples(job.id);
+  in.metrics = m.store.metrics(job.id);
+  in.cost = job.cost;
+  in.wall_s = job.started_at && job.ended_at ? *job.ended_at - *job.started_at : 0;
+  telemetry::Summary summary = telemetry::summarize(in);
+  nlohmann::json stats = summary;
+  auto throughput = sweep::throughput(in.metrics, m.options.throughput_metric);
+  if (throughput) stats["throughput"] = *throughput;
+  stats["throughput_metric"] = m.options.throughput_metric;
+  if (m.metrics) {
+    auto counts = m.metrics->counts();
+    stats["metrics_malformed"] = counts.malformed;
+    if (!counts.note.empty()) stats["metrics_note"] = counts.note;
+  }
+  if (m.gpu) stats["gpu_source"] = m.gpu->source();
+  else if (!m.gpu_note.empty()) stats["gpu_note"] = m.gpu_note;
+  auto findings = telemetry::diagnose(summary);
+  stats["verdict"] = telemetry::verdict(summary);
+  nlohmann::json list = nlohmann::json::array();
+  for (const auto& f : findings)
+    list.push_back({{"rule", f.rule}, {"verdict", f.verdict}, {"cause", f.cause}, {"fix", f.fix},
+                    {"evidence", f.evidence}, {"note", f.note}});
+  stats["findings"] = list;
+  m.store.put_stats({job.id, stats});
+
+  std::string line;
+  if (summary.util_mean)
+    line = "GPU util " + telemetry::format_percent(*summary.util_mean) + ", idle " +
+           format_usd(summary.idle_usd.value_or(0)) + " of " + format_usd(job.cost);
+  if (!findings.empty() && !findings.front().note)
+    line += (line.empty() ? "" : "; ") + telemetry::format_finding(findings.front());
+  return line;
+}
+
+}  // namespace nodus::engine

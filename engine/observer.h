@@ -1,0 +1,37 @@
+#pragma once
+// JobObserver watches a running job for the supervisor: GPU and host samples, the metrics the
+// job reports (NODUS_METRICS file and --metric-regex lines), the --min-util policy. It writes
+// series to the store in batches and, at the end, the job's summary (utilization, idle dollars,
+// throughput, diagnosis) as its stats.
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "core/job.h"
+#include "engine/supervise_options.h"
+#include "store/store.h"
+
+namespace nodus::engine {
+
+class JobObserver {
+ public:
+  JobObserver(store::Store& store, const SuperviseOptions& options, bool attach);
+  ~JobObserver();
+
+  void on_started(const JobRecord& job);  // the job's processes exist now
+  void on_line(std::string_view line);    // one output line, for --metric-regex
+  void tick(const JobRecord& job);        // once per sample interval
+  // Set once the --min-util policy says stop; the text says why.
+  std::optional<std::string> low_util_reason() const;
+  // Final flush; stores the summary as the job's stats and returns a one-line verdict for the
+  // attached user ("" if nothing to say).
+  std::string finish(const JobRecord& job);
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace nodus::engine

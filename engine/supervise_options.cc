@@ -1,0 +1,29 @@
+#include "engine/supervise_options.h"
+
+namespace nodus::engine {
+
+nlohmann::json SuperviseOptions::to_json() const {
+  nlohmann::json j = {
+      {"sample_interval_ms", sample_interval.count()},
+      {"util_window_ms", util_window.count()},
+      {"metric_regex", metric_regexes},
+      {"throughput", throughput_metric},
+  };
+  if (min_util) j["min_util"] = *min_util;
+  if (budget_cap) j["budget_cap"] = *budget_cap;
+  return j;
+}
+
+SuperviseOptions SuperviseOptions::from_json(const nlohmann::json& j) {
+  SuperviseOptions o;
+  if (!j.is_object()) return o;
+  o.sample_interval = std::chrono::milliseconds(j.value("sample_interval_ms", int64_t{1000}));
+  o.util_window = std::chrono::milliseconds(j.value("util_window_ms", int64_t{300000}));
+  if (j.contains("min_util")) o.min_util = j["min_util"].get<double>();
+  if (j.contains("budget_cap")) o.budget_cap = j["budget_cap"].get<double>();
+  o.metric_regexes = j.value("metric_regex", std::vector<std::string>{});
+  o.throughput_metric = j.value("throughput", std::string("samples_per_sec"));
+  return o;
+}
+
+}  // namespace nodus::engine

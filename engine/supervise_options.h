@@ -1,0 +1,26 @@
+#pragma once
+// Options that govern a job while it runs. They are kept in the job's row (JobRecord::options)
+// so a supervisor started in another process (detached runs, sweep cells) sees the same ones.
+
+#include <chrono>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace nodus::engine {
+
+struct SuperviseOptions {
+  std::chrono::milliseconds sample_interval{1000};
+  std::optional<double> min_util;  // percent, with util_window
+  std::chrono::milliseconds util_window{std::chrono::minutes(5)};
+  std::optional<double> budget_cap;        // a sweep's budget share for this job (USD)
+  std::vector<std::string> metric_regexes;  // "NAME=REGEX"
+  std::string throughput_metric = "samples_per_sec";
+
+  nlohmann::json to_json() const;
+  static SuperviseOptions from_json(const nlohmann::json& j);
+};
+
+}  // namespace nodus::engine

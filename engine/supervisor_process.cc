@@ -1,0 +1,112 @@
+#include "engine/supervisor_process.h"
+
+#include <fcntl.h>
+#include <spawn.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <csignal>
+#include <climits>
+#include <cstring>
+
+#include <nlohmann/json.hpp>
+
+extern char** environ;
+
+namespace nodus::engine {
+
+std::string Ticket::to_json() const {
+  nlohmann::json gpus = nlohmann::json::array();
+  for (const auto& g : inventory.gpus)
+    gpus.push_back({{"index", g.index}, {"type", g.type}, {"name", g.name}, {"uuid", g.uuid}});
+  return nlohmann::json{{"job_id", job_id},
+                        {"env", env},
+                        {"no_wait", no_wait},
+                        {"sweep_cell", sweep_cell},
+                        {"parent_pid", parent_pid},
+                        {"inventory", {{"gpus", gpus}, {"source", inventory.source}}}}
+      .dump();
+}
+
+Ticket Ticket::from_json(const std::string& text) {
+  auto j = nlohmann::json::parse(text);
+  Ticket t;
+  t.job_id = j.at("job_id").get<int64_t>();
+  t.env = j.value("env", std::map<std::string, std::string>{});
+  t.no_wait = j.value("no_wait", false);
+  t.sweep_cell = j.value("sweep_cell", false);
+  t.parent_pid = j.value("parent_pid", int64_t{0});
+  if (j.contains("inventory")) {
+    t.inventory.source = j["inventory"].value("source", "");
+    for (const auto& g : j["inventory"]["gpus"])
+      t.inventory.gpus.push_back({g.at("index").get<int>(), g.at("type").get<std::string>(),
+                                  g.value("name", ""), g.value("uuid", "")});
+  }
+  return t;
+}
+
+Result<SpawnedSupervisor> spawn_supervisor(const Ticket& ticket) {
+  char exe[PATH_MAX];
+  ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+  if (n <= 0) return Error::permanent(std::string("cannot find the nodus binary: ") + std::strerror(errno));
+  exe[n] = '\0';
+
+  int in[2], out[2];
+  if (pipe2(in, O_CLOEXEC) != 0 || pipe2(out, O_CLOEXEC) != 0)
+    return Error::permanent(std::string("pipe: ") + std::strerror(errno));
+
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_adddup2(&actions, in[0], 0);
+  posix_spawn_file_actions_adddup2(&actions, out[1], 1);
+  posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0);
+  posix_spawnattr_t attr;
+  posix_spawnattr_init(&attr);
+  sigset_t none;
+  sigemptyset(&none);
+  posix_spawnattr_setsigmask(&attr, &none);
+  short flags = POSIX_SPAWN_SETSIGMASK;
+  if (!ticket.sweep_cell) flags |= POSIX_SPAWN_SETSID;  // outlives the terminal it came from
+  posix_spawnattr_setflags(&attr, flags);
+
+  char arg0[] = "nodus";
+  char arg1[] = "__supervise";
+  char* argv[] = {arg0, arg1, nullptr};
+  pid_t pid = -1;
+  int rc = posix_spawn(&pid, exe, &actions, &attr, argv, environ);
+  posix_spawn_file_actions_destroy(&actions);
+  posix_spawnattr_destroy(&attr);
+  close(in[0]);
+  close(out[1]);
+  if (rc != 0) {
+    close(in[1]);
+    close(out[0]);
+    return Error::permanent(std::string("cannot start the supervisor: ") + std::strerror(rc));
+  }
+  std::string text = ticket.to_json();
+  const char* p = text.data();
+  size_t left = text.size();
+  while (left > 0) {
+    ssize_t w = write(in[1], p, left);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) break;
+    p += w;
+    left -= static_cast<size_t>(w);
+  }
+  close(in[1]);
+  return SpawnedSupervisor{pid, out[0]};
+}
+
+std::string read_status_line(int fd) {
+  std::string line;
+  char c;
+  for (;;) {
+    ssize_t r = read(fd, &c, 1);
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0 || c == '\n') break;
+    line += c;
+  }
+  return line;
+}
+
+}  // namespace nodus::engine

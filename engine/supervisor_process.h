@@ -1,0 +1,39 @@
+#pragma once
+// A supervisor in a process of its own: `nodus run --detach` and every sweep cell start
+// `nodus __supervise`, hand it a ticket on stdin (the job id and what the row must not hold,
+// such as the user's unredacted --env), and read one status line back from its stdout.
+
+#include <sys/types.h>
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "core/result.h"
+#include "engine/job_builder.h"
+
+namespace nodus::engine {
+
+struct Ticket {
+  int64_t job_id = 0;
+  std::map<std::string, std::string> env;
+  bool no_wait = false;
+  bool sweep_cell = false;  // dies with its sweep (PR_SET_PDEATHSIG) instead of a new session
+  int64_t parent_pid = 0;
+  Inventory inventory;
+
+  std::string to_json() const;
+  static Ticket from_json(const std::string& text);
+};
+
+struct SpawnedSupervisor {
+  pid_t pid = -1;
+  int status_fd = -1;  // one line: "running", "waiting", or "error <code> <message>"; then EOF
+};
+
+Result<SpawnedSupervisor> spawn_supervisor(const Ticket& ticket);
+
+// Status lines, written by the supervisor process and read by whoever started it.
+std::string read_status_line(int fd);  // blocks until a line or EOF ("" then)
+
+}  // namespace nodus::engine
