@@ -1,0 +1,344 @@
+#!/usr/bin/env bash
+# A one-node Slurm cluster on this machine, for nodus's Slurm tests and for trying
+# `nodus run --backend slurm` without a real cluster.
+#
+#   scripts/slurm-dev-cluster.sh start    install (if missing), configure, start, wait until ready;
+#                                         prints the environment to use on stdout (eval-able)
+#   scripts/slurm-dev-cluster.sh stop     cancel all jobs, stop what `start` started
+#   scripts/slurm-dev-cluster.sh status   one line per daemon; exit 0 when all are up
+#   scripts/slurm-dev-cluster.sh env      print the environment again
+#   scripts/slurm-dev-cluster.sh token [USER] [SECONDS]   print a JWT for the TCP endpoint
+#
+# Debian's slurm-wlm 22.05: munged, slurmctld, slurmd and two slurmrestd processes (a unix socket
+# with rest_auth/local, 127.0.0.1:PORT with rest_auth/jwt), all plain processes (no systemd).
+# Fake GPUs gpu:h100:4,gpu:l4:2 live on character devices cloned from /dev/null.
+# Must run as root. State, config, logs and pid files live in $NODUS_SLURM_DEV_DIR
+# (default /tmp/nodus-slurm); `stop` only stops processes whose pid files are there.
+#
+# Environment: NODUS_SLURM_DEV_DIR, NODUS_SLURM_DEV_PORT (slurmctld port, slurmd uses +1;
+# default 6817), NODUS_SLURM_DEV_REST_PORT (JWT endpoint, default 6820).
+set -euo pipefail
+
+DIR=${NODUS_SLURM_DEV_DIR:-/tmp/nodus-slurm}
+CTLD_PORT=${NODUS_SLURM_DEV_PORT:-6817}
+SLURMD_PORT=$((CTLD_PORT + 1))
+REST_PORT=${NODUS_SLURM_DEV_REST_PORT:-6820}
+REST_USER=nodus-restd  # slurmrestd refuses to run as root; jobs sent over the socket run as it
+API=v0.0.38
+CONF=$DIR/etc/slurm.conf
+SOCK=$DIR/rest/slurmrestd.sock
+JOBS_DIR=$DIR/jobs
+export SLURM_CONF=$CONF
+
+say() { echo "slurm-dev-cluster: $*" >&2; }
+die() { say "error: $*"; exit 1; }
+
+# --- pid files --------------------------------------------------------------------------------
+
+# True when the pid in file $1 is alive and its executable's name is $2.
+alive() {
+  local pid
+  [[ -s $1 ]] || return 1
+  pid=$(<"$1")
+  [[ $pid =~ ^[0-9]+$ ]] && [[ -r /proc/$pid/comm ]] && [[ $(</proc/"$pid"/comm) == "$2"* ]]
+}
+
+# Sends TERM to the process in pid file $1 (name $2), waits up to 5 s, then KILL.
+stop_pid() {
+  local file=$1 name=$2 pid i
+  alive "$file" "$name" || { rm -f "$file"; return 0; }
+  pid=$(<"$file")
+  kill -TERM "$pid" 2>/dev/null || true
+  for i in $(seq 50); do
+    alive "$file" "$name" || break
+    sleep 0.1
+  done
+  alive "$file" "$name" && kill -KILL "$pid" 2>/dev/null
+  rm -f "$file"
+  say "stopped $name (pid $pid)"
+}
+
+# Waits up to $1 seconds for command "$2..." to succeed.
+wait_for() {
+  local seconds=$1 i
+  shift
+  for i in $(seq $((seconds * 10))); do
+    "$@" >/dev/null 2>&1 && return 0
+    sleep 0.1
+  done
+  return 1
+}
+
+# --- install and configure ----------------------------------------------------------------------
+
+install_packages() {
+  local missing=() pkg
+  for pkg in slurm-wlm slurmrestd munge slurm-wlm-jwt-plugin curl; do
+    dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "ok installed" || missing+=("$pkg")
+  done
+  ((${#missing[@]} == 0)) && return 0
+  say "installing ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get -o DPkg::Lock::Timeout=300 update -qq >&2 ||
+    say "apt-get update failed; trying the install with the lists at hand"
+  apt-get -o DPkg::Lock::Timeout=300 install -y -qq --no-install-recommends "${missing[@]}" >&2
+}
+
+ensure_user() {
+  id -u "$REST_USER" >/dev/null 2>&1 && return 0
+  useradd --system --no-create-home --home-dir /nonexistent --shell /usr/sbin/nologin "$REST_USER"
+}
+
+make_fake_gpus() {
+  local i dev
+  mkdir -p "$DIR/fakegpu"
+  for i in 0 1 2 3 4 5; do
+    dev=$DIR/fakegpu/nvidia$i
+    [[ -c $dev || -L $dev ]] && continue
+    rm -f "$dev"
+    mknod -m 0666 "$dev" c 1 3 2>/dev/null || ln -s /dev/null "$dev"
+  done
+}
+
+# slurm.conf for one node named localhost. CPUs are overstated (config_overrides) so that a
+# 2-core CI machine runs several test jobs at once; sockets and threads follow `slurmd -C`.
+write_config() {
+  local topo sockets threads mem cpus=8 cores
+  topo=$(slurmd -C | head -1)
+  sockets=$(sed -n 's/.*SocketsPerBoard=\([0-9]*\).*/\1/p' <<<"$topo")
+  threads=$(sed -n 's/.*ThreadsPerCore=\([0-9]*\).*/\1/p' <<<"$topo")
+  mem=$(sed -n 's/.*RealMemory=\([0-9]*\).*/\1/p' <<<"$topo")
+  cores=$(((cpus + sockets * threads - 1) / (sockets * threads)))
+  cpus=$((sockets * cores * threads))
+  mkdir -p "$DIR/etc"
+  cat >"$CONF.new" <<EOF
+# Written by scripts/slurm-dev-cluster.sh; regenerated on start.
+ClusterName=nodus-dev
+SlurmctldHost=localhost
+SlurmctldPort=$CTLD_PORT
+SlurmdPort=$SLURMD_PORT
+SlurmUser=root
+SlurmdUser=root
+AuthType=auth/munge
+CredType=cred/munge
+AuthAltTypes=auth/jwt
+AuthAltParameters=jwt_key=$DIR/spool/jwt_hs256.key
+StateSaveLocation=$DIR/spool/ctld
+SlurmdSpoolDir=$DIR/spool/d
+SlurmctldPidFile=$DIR/run/slurmctld.pid
+SlurmdPidFile=$DIR/run/slurmd.pid
+SlurmctldLogFile=$DIR/log/slurmctld.log
+SlurmdLogFile=$DIR/log/slurmd.log
+ProctrackType=proctrack/linuxproc
+TaskPlugin=task/none
+MpiDefault=none
+MailProg=/bin/true
+ReturnToService=2
+SchedulerType=sched/backfill
+SchedulerParameters=batch_sched_delay=0
+SelectType=select/cons_tres
+SelectTypeParameters=CR_Core_Memory
+DefMemPerCPU=256
+MinJobAge=600
+KillWait=5
+AccountingStorageType=accounting_storage/none
+JobCompType=jobcomp/none
+JobAcctGatherType=jobacct_gather/none
+GresTypes=gpu
+SlurmdParameters=config_overrides
+NodeName=localhost NodeAddr=127.0.0.1 CPUs=$cpus Boards=1 SocketsPerBoard=$sockets CoresPerSocket=$cores ThreadsPerCore=$threads RealMemory=$mem Gres=gpu:h100:4,gpu:l4:2 State=UNKNOWN
+PartitionName=debug Nodes=localhost Default=YES MaxTime=INFINITE State=UP
+EOF
+  cat >"$DIR/etc/gres.conf.new" <<EOF
+AutoDetect=off
+NodeName=localhost Name=gpu Type=h100 File=$DIR/fakegpu/nvidia[0-3]
+NodeName=localhost Name=gpu Type=l4 File=$DIR/fakegpu/nvidia[4-5]
+EOF
+  local changed=0 f
+  for f in "$CONF" "$DIR/etc/gres.conf"; do
+    if cmp -s "$f.new" "$f"; then rm "$f.new"; else mv "$f.new" "$f"; changed=1; fi
+  done
+  chmod 0644 "$CONF" "$DIR/etc/gres.conf"
+  return $((1 - changed))  # 0 = changed
+}
+
+prepare_dirs() {
+  mkdir -p "$DIR"/{etc,spool/ctld,spool/d,run,log,rest}
+  chmod 0755 "$DIR" "$DIR/etc"
+  chown "$REST_USER" "$DIR/rest"
+  mkdir -p "$JOBS_DIR" && chmod 1777 "$JOBS_DIR"
+  if [[ ! -s $DIR/spool/jwt_hs256.key ]]; then
+    (umask 077 && head -c 32 /dev/urandom >"$DIR/spool/jwt_hs256.key")
+  fi
+  chmod 0600 "$DIR/spool/jwt_hs256.key"
+}
+
+# --- daemons ------------------------------------------------------------------------------------
+
+munge_works() { munge -n </dev/null 2>/dev/null | unmunge >/dev/null 2>&1; }
+
+start_munge() {
+  munge_works && return 0
+  mkdir -p /run/munge && chown munge:munge /run/munge && chmod 0755 /run/munge
+  runuser -u munge -- /usr/sbin/munged --force </dev/null >/dev/null 2>&1
+  wait_for 10 munge_works || die "munged did not start (see /var/log/munge/munged.log)"
+  cp /run/munge/munged.pid "$DIR/run/munged.pid"  # marks it as ours, for stop
+  say "started munged (pid $(<"$DIR/run/munged.pid"))"
+}
+
+ctld_up() { scontrol ping 2>/dev/null | grep -q "is UP"; }
+
+start_slurmctld() {
+  alive "$DIR/run/slurmctld.pid" slurmctld && ctld_up && return 0
+  slurmctld -f "$CONF" </dev/null >>"$DIR/log/slurmctld.out" 2>&1
+  # slurmctld daemonizes and exits 0 even when it dies right after, so only ping counts.
+  if ! wait_for 20 ctld_up; then
+    tail -n 20 "$DIR/log/slurmctld.log" >&2 || true
+    die "slurmctld did not answer scontrol ping"
+  fi
+  say "started slurmctld (pid $(<"$DIR/run/slurmctld.pid"))"
+}
+
+node_state() { sinfo -h -n localhost -o %t 2>/dev/null | head -1; }
+node_idle() { [[ $(node_state) =~ ^(idle|mix|alloc)$ ]]; }
+
+start_slurmd() {
+  if ! alive "$DIR/run/slurmd.pid" slurmd; then
+    slurmd -f "$CONF" -N localhost </dev/null >>"$DIR/log/slurmd.out" 2>&1
+    wait_for 10 alive "$DIR/run/slurmd.pid" slurmd || die "slurmd did not start (see $DIR/log/slurmd.log)"
+    say "started slurmd (pid $(<"$DIR/run/slurmd.pid"))"
+  fi
+  wait_for 5 node_idle && return 0
+  # A node that once registered badly stays drained until resumed.
+  scontrol update nodename=localhost state=resume >/dev/null 2>&1 || true
+  if ! wait_for 20 node_idle; then
+    tail -n 20 "$DIR/log/slurmd.log" >&2 || true
+    die "node localhost is '$(node_state)', not idle"
+  fi
+}
+
+rest_ping_socket() {
+  curl -sf --max-time 2 --unix-socket "$SOCK" "http://localhost/slurm/$API/ping" | grep -q '"UP"'
+}
+
+rest_ping_tcp() {
+  local token
+  token=$(mint_token "$REST_USER" 120) || return 1
+  curl -sf --max-time 2 -H "X-SLURM-USER-NAME: $REST_USER" -H "X-SLURM-USER-TOKEN: $token" \
+    "http://127.0.0.1:$REST_PORT/slurm/$API/ping" | grep -q '"UP"'
+}
+
+mint_token() {
+  local out
+  out=$(scontrol token username="$1" lifespan="$2") || return 1
+  echo "${out#SLURM_JWT=}"
+}
+
+# slurmrestd stays in the foreground; started with -u it setuid()s itself, so $! is its pid.
+start_restd() {
+  local name=$1 auth=$2 listen=$3 ping=$4
+  if ! alive "$DIR/run/$name.pid" slurmrestd; then
+    [[ $name == restd-socket ]] && rm -f "$SOCK"
+    # SLURM_JWT=daemon makes slurmrestd forward each client's token to slurmctld; the socket
+    # one must not have it, or it speaks JWT for local clients too and slurmctld rejects it.
+    local jwt=()
+    [[ $auth == rest_auth/jwt ]] && jwt=(SLURM_JWT=daemon)
+    env "${jwt[@]}" setsid slurmrestd -u "$REST_USER" -s "openapi/$API" -a "$auth" "$listen" \
+      </dev/null >>"$DIR/log/$name.log" 2>&1 &
+    echo $! >"$DIR/run/$name.pid"
+    say "started slurmrestd $auth on $listen (pid $!)"
+  fi
+  if ! wait_for 15 "$ping"; then
+    tail -n 20 "$DIR/log/$name.log" >&2 || true
+    die "slurmrestd ($auth) does not answer /ping"
+  fi
+}
+
+print_env() {
+  cat <<EOF
+export SLURM_CONF=$CONF
+export NODUS_SLURM_URL=unix://$SOCK
+export NODUS_SLURM_USER=$REST_USER
+export NODUS_SLURM_WORKDIR=$JOBS_DIR
+# JWT over TCP instead of the socket:
+#   export NODUS_SLURM_URL=http://127.0.0.1:$REST_PORT
+#   export SLURM_JWT=\$($0 token $REST_USER 3600)
+EOF
+}
+
+# --- commands -----------------------------------------------------------------------------------
+
+cmd_start() {
+  [[ $(id -u) == 0 ]] || die "run as root (it installs packages and starts daemons)"
+  install_packages
+  ensure_user
+  prepare_dirs
+  make_fake_gpus
+  if write_config; then
+    # A changed config needs slurmctld and slurmd restarted together.
+    if alive "$DIR/run/slurmctld.pid" slurmctld || alive "$DIR/run/slurmd.pid" slurmd; then
+      say "configuration changed: restarting slurmctld and slurmd"
+      stop_pid "$DIR/run/slurmd.pid" slurmd
+      stop_pid "$DIR/run/slurmctld.pid" slurmctld
+    fi
+  fi
+  start_munge
+  start_slurmctld
+  start_slurmd
+  start_restd restd-socket rest_auth/local "unix:$SOCK" rest_ping_socket
+  start_restd restd-jwt rest_auth/jwt "127.0.0.1:$REST_PORT" rest_ping_tcp
+  say "ready"
+  print_env
+}
+
+cmd_stop() {
+  if alive "$DIR/run/slurmctld.pid" slurmctld && ctld_up; then
+    local ids
+    ids=$(squeue -h -o %A 2>/dev/null | sort -u | tr '\n' ' ')
+    if [[ -n ${ids// /} ]]; then
+      say "cancelling jobs $ids"
+      # shellcheck disable=SC2086
+      scancel $ids 2>/dev/null || true
+      wait_for 15 bash -c '[[ -z $(squeue -h -t R,CG,S -o %A 2>/dev/null) ]]' ||
+        say "some jobs are still ending"
+    fi
+  fi
+  stop_pid "$DIR/run/restd-jwt.pid" slurmrestd
+  stop_pid "$DIR/run/restd-socket.pid" slurmrestd
+  stop_pid "$DIR/run/slurmd.pid" slurmd
+  stop_pid "$DIR/run/slurmctld.pid" slurmctld
+  stop_pid "$DIR/run/munged.pid" munged
+  rm -f "$SOCK"
+}
+
+cmd_status() {
+  local ok=0 f name
+  for f in slurmctld:slurmctld slurmd:slurmd restd-socket:slurmrestd restd-jwt:slurmrestd; do
+    name=${f#*:}
+    if alive "$DIR/run/${f%%:*}.pid" "$name"; then
+      echo "${f%%:*}: running (pid $(<"$DIR/run/${f%%:*}.pid"))"
+    else
+      echo "${f%%:*}: stopped"
+      ok=3
+    fi
+  done
+  if munge_works; then echo "munge: working"; else echo "munge: not working"; ok=3; fi
+  if ((ok == 0)); then
+    ctld_up && echo "scontrol ping: UP" || { echo "scontrol ping: DOWN"; ok=3; }
+    echo "node localhost: $(node_state)"
+    rest_ping_socket && echo "rest socket: UP" || { echo "rest socket: DOWN"; ok=3; }
+  fi
+  return $ok
+}
+
+case ${1:-} in
+  start) cmd_start ;;
+  stop) cmd_stop ;;
+  status) cmd_status ;;
+  env) print_env ;;
+  token) mint_token "${2:-$REST_USER}" "${3:-3600}" ;;
+  *)
+    echo "usage: $0 start|stop|status|env|token [USER] [SECONDS]" >&2
+    exit 2
+    ;;
+esac
