@@ -1,0 +1,253 @@
+#include "sweep/compare.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+
+namespace nodus::sweep {
+namespace {
+
+// The shape measured on one H200 (ResNet-18, bf16, batch 256, 70 steps): samples/s and data-wait
+// share per num_workers, billed at $2.60 per GPU-hour, 20 s of start-up per cell.
+std::vector<CellResult> h200_sweep() {
+  struct Row {
+    int workers;
+    double throughput, data_wait;
+  };
+  const Row rows[] = {
+      {0, 1038, 0.95}, {2, 1503, 0.93}, {4, 2741, 0.83}, {8, 4953, 0.72}, {14, 8400, 0.24}};
+  std::vector<CellResult> cells;
+  for (const auto& r : rows) {
+    CellResult c;
+    c.index = static_cast<int>(cells.size());
+    c.params = {{"num_workers", std::to_string(r.workers)}};
+    c.state = "completed";
+    c.exit_code = 0;
+    c.wall_s = 70 * 256 / r.throughput + 20;
+    c.gpu_seconds = c.wall_s;
+    c.cost = c.gpu_seconds * 2.60 / 3600;
+    c.throughput = r.throughput;
+    c.data_wait = r.data_wait;
+    cells.push_back(c);
+  }
+  CellResult failed;
+  failed.index = 5;
+  failed.params = {{"num_workers", "16"}};
+  failed.state = "failed";
+  failed.exit_code = 1;
+  failed.wall_s = 3.2;
+  failed.gpu_seconds = 3.2;
+  failed.cost = 3.2 * 2.60 / 3600;
+  cells.push_back(failed);
+  return cells;
+}
+
+// Two params, with GPU utilization, idle money and verdicts from telemetry.
+std::vector<CellResult> two_param_sweep() {
+  std::vector<CellResult> cells;
+  const char* models[] = {"small", "resnet18"};
+  for (int m = 0; m < 2; ++m) {
+    for (int w = 0; w < 2; ++w) {
+      CellResult c;
+      c.index = m * 2 + w;
+      c.params = {{"model", models[m]}, {"num_workers", w ? "4" : "0"}};
+      c.state = "completed";
+      c.exit_code = 0;
+      c.wall_s = 100 + 50 * m - 40 * w;
+      c.gpu_seconds = 8 * c.wall_s;
+      c.cost = c.gpu_seconds * 2.60 / 3600;
+      c.throughput = (w ? 3000.0 : 1200.0) / (m + 1);
+      c.data_wait = w ? 0.05 : 0.6;
+      c.util_mean = w ? 91 : 38;
+      c.idle_usd = c.cost * (1 - *c.util_mean / 100);
+      c.verdict = w ? "ok" : "data-bound";
+      cells.push_back(c);
+    }
+  }
+  cells[3].state = "timeout";
+  cells[3].exit_code = 124;
+  cells[3].throughput.reset();
+  cells[3].util_mean.reset();
+  cells[3].verdict.reset();
+  return cells;
+}
+
+// Compares with tests/data/sweep/<name>; NODUS_UPDATE_GOLDEN=1 rewrites the file instead.
+void expect_golden(const std::string& name, const std::string& actual) {
+  std::string path = std::string(NODUS_TEST_DATA) + "/sweep/" + name;
+  if (std::getenv("NODUS_UPDATE_GOLDEN")) {
+    std::ofstream(path, std::ios::binary) << actual;
+    return;
+  }
+  std::ifstream in(path, std::ios::binary);
+  ASSERT_TRUE(in) << "missing golden file " << path;
+  std::stringstream expected;
+  expected << in.rdbuf();
+  EXPECT_EQ(actual, expected.str()) << "golden file " << path;
+}
+
+Table table_of(const std::vector<CellResult>& cells, const std::string& sort = "") {
+  auto t = compare_table(cells, {sort});
+  EXPECT_TRUE(t.ok()) << t.error().message;
+  return t.ok() ? std::move(*t) : Table({});
+}
+
+TEST(SweepCompare, GoldenTable) {
+  expect_golden("h200.txt", table_of(h200_sweep()).render(Format::kTable));
+}
+TEST(SweepCompare, GoldenJson) {
+  expect_golden("h200.json", table_of(h200_sweep()).render(Format::kJson));
+}
+TEST(SweepCompare, GoldenCsv) {
+  expect_golden("h200.csv", table_of(h200_sweep()).render(Format::kCsv));
+}
+TEST(SweepCompare, GoldenMarkdown) {
+  expect_golden("h200.md", table_of(h200_sweep()).render(Format::kMd));
+}
+TEST(SweepCompare, GoldenTableWithTelemetryColumns) {
+  expect_golden("two-params.txt", table_of(two_param_sweep()).render(Format::kTable));
+  expect_golden("two-params.csv", table_of(two_param_sweep()).render(Format::kCsv));
+}
+
+TEST(SweepCompare, TelemetryColumnsOnlyWhenSomeCellHasThem) {
+  auto t = table_of(h200_sweep());
+  for (const auto& col : t.columns()) {
+    EXPECT_NE(col.key, "util_mean");
+    EXPECT_NE(col.key, "idle_usd");
+    EXPECT_NE(col.key, "verdict");
+  }
+  auto cells = h200_sweep();
+  cells[2].verdict = "data-bound";
+  EXPECT_EQ(table_of(cells).columns().back().key, "verdict");
+  EXPECT_EQ(table_of(cells).raw(0)["verdict"], nullptr);
+}
+
+TEST(SweepCompare, UsdPerMillionSamplesFollowsFromCostThroughputAndWall) {
+  CellResult c;
+  c.cost = 2.0;
+  c.wall_s = 100;
+  c.throughput = 1000;
+  EXPECT_DOUBLE_EQ(*usd_per_million_samples(c), 2.0 / (1000 * 100) * 1e6);
+  c.throughput.reset();
+  EXPECT_FALSE(usd_per_million_samples(c).has_value());
+}
+
+TEST(SweepCompare, JsonHasRawNumbersAndParamsObject) {
+  auto t = table_of(h200_sweep());
+  const auto& row = t.raw(4);
+  EXPECT_EQ(row["params"], nlohmann::json({{"num_workers", 14}}));
+  EXPECT_EQ(row["num_workers"], 14);
+  EXPECT_EQ(row["throughput"], 8400.0);
+  EXPECT_EQ(row["best"], true);
+  EXPECT_TRUE(row["cost_usd"].is_number_float());
+  EXPECT_EQ(t.raw(5)["throughput"], nullptr);
+  EXPECT_EQ(t.raw(5)["exit_code"], 1);
+}
+
+TEST(SweepCompare, BestCellHasMostSamplesPerDollar) {
+  auto cells = h200_sweep();
+  EXPECT_EQ(best_cell(cells), 4u);
+  // Cheaper per sample beats faster: make the fastest cell cost twice as much per second.
+  cells[4].cost *= 2;
+  EXPECT_EQ(best_cell(cells), 3u);
+  // Only completed cells with a throughput qualify.
+  cells[3].state = "timeout";
+  cells[2].throughput.reset();
+  EXPECT_EQ(best_cell(cells), 4u);
+  EXPECT_FALSE(best_cell({}).has_value());
+}
+
+TEST(SweepCompare, BestCellOfFreeRunsIsTheFastest) {
+  auto cells = h200_sweep();
+  for (auto& c : cells) c.cost = 0;  // local CPU runs bill nothing
+  EXPECT_EQ(best_cell(cells), 4u);
+  EXPECT_EQ(summary_sentence(cells), "num_workers=14: 8.1x the throughput of num_workers=0");
+}
+
+TEST(SweepCompare, BestRowIsMarkedWhereverItIsSorted) {
+  for (std::string sort : {"", "throughput", "cost_usd", "cell"}) {
+    auto t = table_of(h200_sweep(), sort);
+    std::istringstream lines(t.render(Format::kTable));
+    std::string line;
+    std::getline(lines, line);  // header
+    for (size_t row = 0; std::getline(lines, line); ++row) {
+      bool best = t.raw(row)["cell"] == 4;
+      EXPECT_EQ(line[0] == '*', best) << sort << ": " << line;
+      EXPECT_EQ(t.raw(row)["best"], best);
+    }
+  }
+}
+
+TEST(SweepCompare, SummaryComparesBestWithSlowest) {
+  EXPECT_EQ(summary_sentence(h200_sweep()),
+            "num_workers=14: 8.1x the throughput of num_workers=0 at 0.12x the cost per sample");
+}
+
+TEST(SweepCompare, SummaryNamesOnlyParamsThatDiffer) {
+  EXPECT_EQ(summary_sentence(two_param_sweep()),
+            "model=small num_workers=4: 5.0x the throughput of model=resnet18 num_workers=0 at "
+            "0.2x the cost per sample");
+  auto cells = two_param_sweep();
+  cells[2].state = "failed";  // the slowest left is model=small num_workers=0
+  EXPECT_EQ(summary_sentence(cells),
+            "num_workers=4: 2.5x the throughput of num_workers=0 at 0.4x the cost per sample");
+}
+
+TEST(SweepCompare, NoSummaryWithFewerThanTwoComparableCells) {
+  auto cells = h200_sweep();
+  for (size_t i = 1; i < cells.size(); ++i) cells[i].state = "failed";
+  EXPECT_EQ(summary_sentence(cells), "");
+  EXPECT_EQ(summary_sentence({}), "");
+}
+
+std::vector<int> order(const Table& t) {
+  std::vector<int> out;
+  for (size_t r = 0; r < t.size(); ++r) out.push_back(t.raw(r)["cell"].get<int>());
+  return out;
+}
+
+TEST(SweepCompare, SortThroughputDescendingWithMissingLast) {
+  EXPECT_EQ(order(table_of(h200_sweep(), "throughput")), (std::vector<int>{4, 3, 2, 1, 0, 5}));
+}
+
+TEST(SweepCompare, SortOtherColumnsAscending) {
+  EXPECT_EQ(order(table_of(h200_sweep(), "cost_usd")), (std::vector<int>{5, 4, 3, 2, 1, 0}));
+  EXPECT_EQ(order(table_of(h200_sweep(), "usd_per_million_samples")),
+            (std::vector<int>{4, 3, 2, 1, 0, 5}));
+  EXPECT_EQ(order(table_of(h200_sweep(), "status")), (std::vector<int>{0, 1, 2, 3, 4, 5}));
+}
+
+TEST(SweepCompare, SortByParamComparesNumbersAsNumbers) {
+  auto cells = h200_sweep();
+  std::swap(cells[0].params, cells[5].params);  // 16 first, 0 last
+  EXPECT_EQ(order(table_of(cells, "num_workers")), (std::vector<int>{5, 1, 2, 3, 4, 0}));
+}
+
+TEST(SweepCompare, SortTiesKeepCellOrder) {
+  auto cells = two_param_sweep();
+  EXPECT_EQ(order(table_of(cells, "data_wait")), (std::vector<int>{1, 3, 0, 2}));
+  EXPECT_EQ(order(table_of(cells, "model")), (std::vector<int>{2, 3, 0, 1}));
+}
+
+TEST(SweepCompare, UnknownSortColumnListsKeys) {
+  auto t = compare_table(h200_sweep(), {"speed"});
+  ASSERT_FALSE(t.ok());
+  EXPECT_EQ(t.error().message,
+            "--sort: unknown column 'speed': expected one of cell, num_workers, status, wall_s, "
+            "cost_usd, throughput, usd_per_million_samples, data_wait");
+}
+
+TEST(SweepCompare, ParamNamedLikeAColumnGetsAPrefixedKey) {
+  auto cells = h200_sweep();
+  for (auto& c : cells) c.params[0].name = "status";
+  auto t = table_of(cells);
+  EXPECT_EQ(t.columns()[1].key, "param_status");
+  EXPECT_EQ(t.columns()[1].header, "status");
+  EXPECT_EQ(t.raw(0)["status"], "completed");
+  EXPECT_EQ(t.raw(0)["param_status"], 0);
+}
+
+}  // namespace
+}  // namespace nodus::sweep
