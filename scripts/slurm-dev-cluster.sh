@@ -180,7 +180,7 @@ munge_works() { munge -n </dev/null 2>/dev/null | unmunge >/dev/null 2>&1; }
 start_munge() {
   munge_works && return 0
   mkdir -p /run/munge && chown munge:munge /run/munge && chmod 0755 /run/munge
-  runuser -u munge -- /usr/sbin/munged --force </dev/null >/dev/null 2>&1
+  runuser -u munge -- /usr/sbin/munged --force </dev/null >/dev/null 2>&1 9>&-
   wait_for 10 munge_works || die "munged did not start (see /var/log/munge/munged.log)"
   cp /run/munge/munged.pid "$DIR/run/munged.pid"  # marks it as ours, for stop
   say "started munged (pid $(<"$DIR/run/munged.pid"))"
@@ -190,7 +190,7 @@ ctld_up() { scontrol ping 2>/dev/null | grep -q "is UP"; }
 
 start_slurmctld() {
   alive "$DIR/run/slurmctld.pid" slurmctld && ctld_up && return 0
-  slurmctld -f "$CONF" </dev/null >>"$DIR/log/slurmctld.out" 2>&1
+  slurmctld -f "$CONF" </dev/null >>"$DIR/log/slurmctld.out" 2>&1 9>&-
   # slurmctld daemonizes and exits 0 even when it dies right after, so only ping counts.
   if ! wait_for 20 ctld_up; then
     tail -n 20 "$DIR/log/slurmctld.log" >&2 || true
@@ -204,7 +204,7 @@ node_idle() { [[ $(node_state) =~ ^(idle|mix|alloc)$ ]]; }
 
 start_slurmd() {
   if ! alive "$DIR/run/slurmd.pid" slurmd; then
-    slurmd -f "$CONF" -N localhost </dev/null >>"$DIR/log/slurmd.out" 2>&1
+    slurmd -f "$CONF" -N localhost </dev/null >>"$DIR/log/slurmd.out" 2>&1 9>&-
     wait_for 10 alive "$DIR/run/slurmd.pid" slurmd || die "slurmd did not start (see $DIR/log/slurmd.log)"
     say "started slurmd (pid $(<"$DIR/run/slurmd.pid"))"
   fi
@@ -244,7 +244,7 @@ start_restd() {
     local jwt=()
     [[ $auth == rest_auth/jwt ]] && jwt=(SLURM_JWT=daemon)
     env "${jwt[@]}" setsid slurmrestd -u "$REST_USER" -s "openapi/$API" -a "$auth" "$listen" \
-      </dev/null >>"$DIR/log/$name.log" 2>&1 &
+      </dev/null >>"$DIR/log/$name.log" 2>&1 9>&- &
     echo $! >"$DIR/run/$name.pid"
     say "started slurmrestd $auth on $listen (pid $!)"
   fi
@@ -331,9 +331,18 @@ cmd_status() {
   return $ok
 }
 
+# start and stop hold a lock, so that test processes started in parallel do not race (daemons
+# are started with fd 9 closed, or they would hold it forever).
+locked() {
+  mkdir -p "$DIR"
+  exec 9>"$DIR/.lock"
+  flock 9
+  "$@"
+}
+
 case ${1:-} in
-  start) cmd_start ;;
-  stop) cmd_stop ;;
+  start) locked cmd_start ;;
+  stop) locked cmd_stop ;;
   status) cmd_status ;;
   env) print_env ;;
   token) mint_token "${2:-$REST_USER}" "${3:-3600}" ;;
