@@ -18,25 +18,31 @@ struct PriceEntry {
   double usd_per_gpu_hour = 0;
   std::string source;   // URL or document the price comes from
   std::string checked;  // date checked, YYYY-MM-DD
+  std::string via;      // where the source's numbers were read, when not the source itself
+  std::string note;     // which product the price is for ("8x instance, per GPU", a tier)
   // Substrings of the driver's device name that identify this type ("H100 80GB HBM3").
   std::vector<std::string> device_names;
 };
 
 class Catalog {
  public:
-  static Catalog builtin();
+  // Parsed once; a reference, so pointers from find() and lookup() on it stay valid.
+  static const Catalog& builtin();
   // Parses catalog JSON. Errors say "<origin>:<line>: <what is wrong>".
   static Result<Catalog> parse(std::string_view json_text, const std::string& origin);
   // A file path or an https:// URL (fetched with the HTTP client, cached under the store folder).
   static Result<Catalog> load(const std::string& path_or_url, const std::string& cache_dir);
   // The catalog in force: `flag` (--prices) if given, else NODUS_PRICES, else builtin().
-  static Result<Catalog> resolve(const std::optional<std::string>& flag, const std::string& cache_dir);
+  static Result<Catalog> resolve(const std::optional<std::string>& flag,
+                                 const std::string& cache_dir);
 
   // Case-insensitive lookup by type or alias.
   const PriceEntry* find(std::string_view type_or_alias) const;
   // As find(), but an unknown type is an error listing the known types.
   Result<const PriceEntry*> lookup(std::string_view type_or_alias) const;
   // Maps a driver device name ("NVIDIA H100 80GB HBM3") to a type; nullptr if none matches.
+  // A device_names pattern matches case-insensitively as whole words: "L4" matches "NVIDIA L4"
+  // but not "NVIDIA L40S", "H200" not "NVIDIA GH200". The longest matching pattern wins.
   const PriceEntry* match_device_name(std::string_view device_name) const;
 
   const std::vector<PriceEntry>& entries() const { return entries_; }

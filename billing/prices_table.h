@@ -1,0 +1,16 @@
+#pragma once
+// The catalog as a Table, for `nodus prices`: one row per GPU type with its rate and provenance.
+
+#include "billing/catalog.h"
+#include "core/table.h"
+
+namespace nodus::billing {
+
+// Columns TYPE, ALIASES, $/GPU-HOUR, SOURCE, CHECKED; JSON keys type, aliases (array),
+// usd_per_gpu_hour, source, checked. Rows in catalog order.
+Table prices_table(const Catalog& catalog);
+
+// A rate as the catalog states it, to the hundredth of a cent: "$2.60", "$4.5396", "$0.7992".
+std::string format_rate(double usd_per_gpu_hour);
+
+}  // namespace nodus::billing
