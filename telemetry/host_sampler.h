@@ -1,0 +1,77 @@
+#pragma once
+// HostSampler measures the CPU use of a job's whole process tree (the main process, its
+// descendants, and every process in its session or process group, so DataLoader workers and
+// re-parented orphans count) as a delta between calls.
+
+#include <sys/types.h>
+
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/samples.h"
+#include "telemetry/proc_stat.h"
+
+namespace nodus::telemetry {
+
+// What the sampler reads of the system, behind an interface so tests can feed it snapshots.
+class ProcReader {
+ public:
+  virtual ~ProcReader();
+  virtual std::vector<pid_t> pids() = 0;                   // every process visible now
+  virtual std::optional<std::string> stat(pid_t pid) = 0;  // /proc/<pid>/stat, nullopt if gone
+  virtual int cores(pid_t pid) = 0;                        // CPUs pid may run on; 0: unknown
+  virtual pid_t self_session() = 0;                        // the sampler's own session
+  virtual pid_t self_pgrp() = 0;                           // and process group
+  virtual double ticks_per_second() = 0;                   // sysconf(_SC_CLK_TCK)
+  virtual double page_size() = 0;                          // bytes
+};
+
+// The real /proc reader.
+std::unique_ptr<ProcReader> make_proc_reader();
+
+// Where the job's tree is found. session/pgrp are 0 when not used: when the job shares them
+// with nodus itself (no setsid/setpgid), matching them would count nodus and its terminal.
+struct TreeRoot {
+  pid_t main_pid = 0;
+  pid_t session = 0;
+  pid_t pgrp = 0;
+};
+
+// The processes of the tree among `all`: main_pid, its descendants by PPid, and members of
+// the root's session or process group.
+std::vector<ProcStat> select_tree(const std::vector<ProcStat>& all, const TreeRoot& root);
+
+class HostSampler {
+ public:
+  // Reads the main process and takes the baseline: CPU time used before now is not counted.
+  // t_mono: the steady clock in seconds (default: now), for tests that drive the clock.
+  explicit HostSampler(pid_t main_pid, std::unique_ptr<ProcReader> reader = make_proc_reader(),
+                       std::optional<double> t_mono = std::nullopt);
+
+  // CPU use since the previous call (or construction), at unix time now and the steady clock.
+  HostSample sample();
+  // The same with the clocks given (seconds): t_unix is the sample's t, t_mono measures the
+  // interval.
+  HostSample sample_at(double t_unix, double t_mono);
+
+  const TreeRoot& root() const { return root_; }
+
+ private:
+  std::vector<ProcStat> read_all();
+  HostSample measure(double t_unix, double t_mono);
+
+  std::unique_ptr<ProcReader> reader_;
+  TreeRoot root_;
+  // CPU ticks per process at the previous call, keyed by (pid, starttime) so that a reused pid
+  // is a new process.
+  std::map<std::pair<pid_t, uint64_t>, uint64_t> ticks_;
+  double last_mono_ = 0;
+  double total_delta_ = 0;  // ticks, at the last measure()
+  double max_delta_ = 0;
+};
+
+}  // namespace nodus::telemetry
