@@ -3,7 +3,10 @@
 // metric and telemetry series. Every method is one transaction; read-then-write ones use
 // BEGIN IMMEDIATE so concurrent nodus processes serialize instead of failing with SQLITE_BUSY.
 // Errors (locked too long, corrupt, unwritable) throw nodus::Fatal with the path in the message.
+// One Store may be shared by the threads of a process (calls are serialized); each process
+// opens its own (never use a Store across fork()).
 
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -46,16 +49,20 @@ struct JobStats {
   nlohmann::json values = nlohmann::json::object();  // e.g. util_mean, idle_usd, throughput
 };
 
+// Listing order is newest first (by id).
 struct JobFilter {
-  bool all = false;  // false: active jobs plus the most recent finished ones
-  int limit = 50;
-  std::optional<int64_t> sweep_id;
+  bool all = false;  // true: every job (limit ignored); false: every active job plus the
+  int limit = 50;    // `limit` most recent finished ones
+  std::optional<int64_t> sweep_id;  // only the jobs of this sweep
 };
 
 class Store {
  public:
-  // Opens (creating folder and file as needed) and migrates. Throws Fatal on failure.
-  static std::unique_ptr<Store> open(const std::string& path);
+  // Opens (creating folder (0700) and file as needed) and migrates. Throws Fatal on failure.
+  // busy_timeout: how long a call waits for another process's write lock before giving up.
+  static std::unique_ptr<Store> open(const std::string& path,
+                                     std::chrono::milliseconds busy_timeout = kBusyTimeout);
+  static constexpr std::chrono::milliseconds kBusyTimeout{10'000};
   static std::string default_path();  // nodus_home() + "/nodus.db"
   ~Store();
 
@@ -63,27 +70,29 @@ class Store {
   std::string folder() const;  // where logs/ and metrics/ live
 
   // --- jobs ---
-  // Inserts the row (state from the record) and returns its id.
+  // Inserts the row (state from the record) and returns its id (ids are never reused).
+  // Env values whose names look secret (is_secret_name) are stored as kRedacted.
   int64_t insert_job(const JobRecord& job);
-  void update_job(const JobRecord& job);  // writes every column
+  void update_job(const JobRecord& job);  // writes every column; throws Fatal if no such id
   std::optional<JobRecord> job(int64_t id);
-  // By id, or by name (the newest job of that name).
+  // By id ("12"), or by name (the newest job of that name).
   std::optional<JobRecord> find_job(const std::string& id_or_name);
   std::vector<JobRecord> jobs(const JobFilter& filter);
   std::vector<JobRecord> active_jobs();  // waiting, starting, running
 
-  // Marks every active job whose supervisor is dead as lost (ended now, cost billed up to the
-  // last known time) and frees its GPUs. Returns the ids changed. `ps` and `run` call it.
+  // Marks every active local job whose supervisor is dead as lost: ended now, billed up to now
+  // (the time it was found dead) when it had started, a note saying so, GPUs freed. Slurm jobs
+  // are reconciled through their backend. Returns the ids changed. `ps` and `run` call it.
   std::vector<int64_t> reconcile_dead_supervisors();
 
   // --- GPUs ---
   // Atomically claims `count` free GPUs of `type` for job_id, owned by the given supervisor
   // (pid + start time). Claims of dead owners are freed first. Returns the indices, or nullopt
-  // when not enough are free now.
+  // when not enough are free now. Lowest free indices first; the job's gpu_indices are updated.
   std::optional<std::vector<int>> claim_gpus(int64_t job_id, const std::string& type, int count,
                                              const std::vector<Gpu>& inventory, int64_t owner_pid,
                                              int64_t owner_start);
-  void release_gpus(int64_t job_id);
+  void release_gpus(int64_t job_id);  // deletes the job's claims
   // Indices currently claimed (live owners only).
   std::vector<int> claimed_gpus();
 
@@ -92,10 +101,12 @@ class Store {
   void update_sweep(const SweepRecord& sweep);
   std::optional<SweepRecord> sweep(int64_t id);
   std::optional<SweepRecord> find_sweep(const std::string& id_or_name);  // "s12", "12" or name
-  std::vector<SweepRecord> sweeps(int limit);
-  std::vector<JobRecord> sweep_cells(int64_t sweep_id);  // newest attempt per cell_index
+  std::vector<SweepRecord> sweeps(int limit);                            // newest first
+  // The newest attempt per cell_index, ordered by cell_index.
+  std::vector<JobRecord> sweep_cells(int64_t sweep_id);
 
-  // --- series ---
+  // --- series --- (each add_* call is one transaction; reads are ordered by time; points whose
+  // time or required value is NaN or infinite are dropped)
   void add_metrics(int64_t job_id, const std::vector<MetricPoint>& points);
   std::vector<MetricPoint> metrics(int64_t job_id);
   void add_gpu_samples(int64_t job_id, const std::vector<GpuSample>& samples);
@@ -106,6 +117,9 @@ class Store {
   std::optional<JobStats> stats(int64_t job_id);
 
   // --- spend ---
+  // Jobs that started at or after `since` (all when empty), grouped by the local day they
+  // started on (ascending) or by GPU type (most expensive first; CPU-only jobs left out).
+  // Finished jobs count their stored cost; running ones what they have cost up to now.
   struct SpendRow {
     std::string key;  // day (YYYY-MM-DD, local time) or GPU type
     int jobs = 0;

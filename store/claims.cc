@@ -1,0 +1,138 @@
+// Store: GPU claims and the reconciliation of jobs whose supervisor died.
+// A claim row names the supervisor process (pid + start time) that holds the GPU; a claim whose
+// owner is gone is free, so a crashed supervisor never keeps a GPU for good.
+
+#include <algorithm>
+#include <set>
+
+#include "core/parse.h"
+#include "store/impl.h"
+#include "store/job_rows.h"
+
+namespace nodus::store {
+namespace {
+
+struct Claim {
+  int gpu_index;
+  int64_t owner_pid;
+  int64_t owner_start;
+};
+
+std::vector<Claim> all_claims(Db& db) {
+  auto stmt =
+      db.prepare("SELECT gpu_index, owner_pid, owner_start FROM gpu_claims ORDER BY gpu_index");
+  std::vector<Claim> out;
+  while (stmt.step()) out.push_back({stmt.i32(0), stmt.i64(1), stmt.i64(2)});
+  return out;
+}
+
+// Deletes the claims of dead owners; returns the indices still held. Call inside a transaction.
+std::set<int> drop_dead_claims(Db& db) {
+  std::set<int> held;
+  for (const Claim& c : all_claims(db)) {
+    if (process_alive(c.owner_pid, c.owner_start)) {
+      held.insert(c.gpu_index);
+      continue;
+    }
+    auto del = db.prepare("DELETE FROM gpu_claims WHERE gpu_index = ?");
+    del.bind(1, c.gpu_index).run();
+  }
+  return held;
+}
+
+}  // namespace
+
+std::optional<std::vector<int>> Store::claim_gpus(int64_t job_id, const std::string& type,
+                                                  int count, const std::vector<Gpu>& inventory,
+                                                  int64_t owner_pid, int64_t owner_start) {
+  if (count <= 0) return std::vector<int>{};
+  auto lock = impl_->lock();
+  Db& db = impl_->db;
+  // IMMEDIATE: this reads the free set and then writes to it; two processes must not both see
+  // the same GPU free.
+  Transaction tx(db, Transaction::Mode::kImmediate);
+  std::set<int> held = drop_dead_claims(db);
+
+  std::vector<Gpu> candidates;
+  for (const Gpu& g : inventory)
+    if (to_lower(g.type) == to_lower(type) && !held.count(g.index)) candidates.push_back(g);
+  std::sort(candidates.begin(), candidates.end(),
+            [](const Gpu& a, const Gpu& b) { return a.index < b.index; });
+  candidates.erase(std::unique(candidates.begin(), candidates.end(),
+                               [](const Gpu& a, const Gpu& b) { return a.index == b.index; }),
+                   candidates.end());
+  if (static_cast<int>(candidates.size()) < count) {
+    tx.commit();  // keep the cleanup of dead claims
+    return std::nullopt;
+  }
+
+  std::vector<int> picked;
+  for (int i = 0; i < count; ++i) {
+    const Gpu& g = candidates[i];
+    auto ins = db.prepare(
+        "INSERT INTO gpu_claims (gpu_index, gpu_type, job_id, owner_pid, owner_start) "
+        "VALUES (?, ?, ?, ?, ?)");
+    ins.bind_all(g.index, g.type, job_id, owner_pid, owner_start).run();
+    picked.push_back(g.index);
+  }
+  auto upd = db.prepare("UPDATE jobs SET gpu_indices = ? WHERE id = ?");
+  upd.bind_all(join_indices(picked), job_id).run();
+  tx.commit();
+  return picked;
+}
+
+void Store::release_gpus(int64_t job_id) {
+  auto lock = impl_->lock();
+  Db& db = impl_->db;
+  Transaction tx(db, Transaction::Mode::kImmediate);
+  db.prepare("DELETE FROM gpu_claims WHERE job_id = ?").bind(1, job_id).run();
+  tx.commit();
+}
+
+std::vector<int> Store::claimed_gpus() {
+  auto lock = impl_->lock();
+  std::vector<int> out;
+  for (const Claim& c : all_claims(impl_->db))
+    if (process_alive(c.owner_pid, c.owner_start)) out.push_back(c.gpu_index);
+  return out;
+}
+
+std::vector<int64_t> Store::reconcile_dead_supervisors() {
+  auto lock = impl_->lock();
+  Db& db = impl_->db;
+  Transaction tx(db, Transaction::Mode::kImmediate);
+  struct Dead {
+    int64_t id;
+    double cost;
+    std::string note;
+  };
+  std::vector<Dead> dead;
+  const double now = unix_now();
+  {
+    auto stmt = db.prepare(
+        "SELECT id, supervisor_pid, supervisor_start, gpu_count, rate_per_gpu_hour, started_at, "
+        "note FROM jobs WHERE state IN ('waiting', 'starting', 'running') AND backend = 'local'");
+    while (stmt.step()) {
+      if (process_alive(stmt.i64(1), stmt.i64(2))) continue;
+      Dead d{stmt.i64(0), 0.0, stmt.text(6)};
+      // Nobody saw the job end: bill it up to the moment we found its supervisor gone.
+      if (auto started = stmt.opt_f64(5))
+        d.cost = stmt.i64(3) * stmt.f64(4) * std::max(0.0, now - *started) / 3600.0;
+      std::string why = "supervisor died; billed up to the time it was found dead";
+      d.note = d.note.empty() ? why : d.note + "; " + why;
+      dead.push_back(std::move(d));
+    }
+  }
+  std::vector<int64_t> ids;
+  for (const Dead& d : dead) {
+    db.prepare("UPDATE jobs SET state = 'lost', ended_at = ?, cost = ?, note = ? WHERE id = ?")
+        .bind_all(now, d.cost, d.note, d.id)
+        .run();
+    db.prepare("DELETE FROM gpu_claims WHERE job_id = ?").bind(1, d.id).run();
+    ids.push_back(d.id);
+  }
+  tx.commit();
+  return ids;
+}
+
+}  // namespace nodus::store

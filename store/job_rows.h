@@ -1,0 +1,32 @@
+#pragma once
+// How a JobRecord maps to a row of `jobs`: one column list drives the INSERT, UPDATE and SELECT
+// statements, so the three cannot drift apart. JSON columns (argv, env, options, params) are
+// text; gpu_indices is "0,1"; state is its name ("running").
+
+#include <string>
+#include <vector>
+
+#include "core/job.h"
+#include "store/sqlite.h"
+
+namespace nodus::store {
+
+// "SELECT id, name, ... FROM jobs " (append WHERE/ORDER BY).
+const std::string& select_jobs_sql();
+const std::string& insert_job_sql();
+const std::string& update_job_sql();  // WHERE id = the last parameter
+
+// Binds every column but id, from parameter 1; returns the next free parameter.
+int bind_job(Stmt& stmt, const JobRecord& job);
+// Reads the current row of a select_jobs_sql() statement.
+JobRecord read_job(Db& db, const Stmt& stmt);
+std::vector<JobRecord> read_jobs(Db& db, Stmt& stmt);
+
+std::string join_indices(const std::vector<int>& indices);
+std::vector<int> split_indices(const std::string& text);
+
+// Parses a JSON column; throws Fatal naming the store, row and column when it is malformed.
+nlohmann::json parse_json_column(Db& db, const std::string& text, const char* table, int64_t id,
+                                 const char* column);
+
+}  // namespace nodus::store

@@ -1,0 +1,103 @@
+// Store: the jobs table (insert, update, lookups, listings, sweep cells).
+
+#include <algorithm>
+
+#include "store/impl.h"
+#include "store/job_rows.h"
+
+namespace nodus::store {
+namespace {
+
+const std::string kActive = "('waiting', 'starting', 'running')";
+
+bool all_digits(const std::string& s) {
+  return !s.empty() && s.size() <= 18 &&
+         std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
+}
+
+}  // namespace
+
+int64_t Store::insert_job(const JobRecord& job) {
+  auto lock = impl_->lock();
+  Db& db = impl_->db;
+  Transaction tx(db, Transaction::Mode::kImmediate);
+  auto stmt = db.prepare(insert_job_sql());
+  bind_job(stmt, job);
+  stmt.run();
+  int64_t id = db.last_insert_rowid();
+  tx.commit();
+  return id;
+}
+
+void Store::update_job(const JobRecord& job) {
+  auto lock = impl_->lock();
+  Db& db = impl_->db;
+  Transaction tx(db, Transaction::Mode::kImmediate);
+  auto stmt = db.prepare(update_job_sql());
+  stmt.bind(bind_job(stmt, job), job.id);
+  stmt.run();
+  if (db.changes() == 0) db.fail_message("no job " + std::to_string(job.id) + " to update");
+  tx.commit();
+}
+
+std::optional<JobRecord> Store::job(int64_t id) {
+  auto lock = impl_->lock();
+  auto stmt = impl_->db.prepare(select_jobs_sql() + "WHERE id = ?");
+  stmt.bind(1, id);
+  if (!stmt.step()) return std::nullopt;
+  return read_job(impl_->db, stmt);
+}
+
+std::optional<JobRecord> Store::find_job(const std::string& id_or_name) {
+  auto lock = impl_->lock();
+  if (all_digits(id_or_name))
+    if (auto j = job(std::stoll(id_or_name))) return j;
+  auto stmt = impl_->db.prepare(select_jobs_sql() + "WHERE name = ? ORDER BY id DESC LIMIT 1");
+  stmt.bind(1, id_or_name);
+  if (!stmt.step()) return std::nullopt;
+  return read_job(impl_->db, stmt);
+}
+
+std::vector<JobRecord> Store::jobs(const JobFilter& filter) {
+  auto lock = impl_->lock();
+  Db& db = impl_->db;
+  // Two shapes (with or without a sweep) so that each can use its index; both stay cached.
+  const std::string sweep = filter.sweep_id ? "sweep_id = ?1 " : "?1 IS NULL ";
+  if (filter.all) {
+    auto stmt = db.prepare(select_jobs_sql() + "WHERE " + sweep + "ORDER BY id DESC");
+    stmt.bind(1, filter.sweep_id);
+    return read_jobs(db, stmt);
+  }
+  Transaction tx(db, Transaction::Mode::kRead);  // one snapshot for both halves
+  auto active = db.prepare(select_jobs_sql() + "WHERE state IN " + kActive + " AND " + sweep +
+                           "ORDER BY id DESC");
+  active.bind(1, filter.sweep_id);
+  std::vector<JobRecord> out = read_jobs(db, active);
+  auto finished = db.prepare(select_jobs_sql() + "WHERE state NOT IN " + kActive + " AND " + sweep +
+                             "ORDER BY id DESC LIMIT ?2");
+  finished.bind(1, filter.sweep_id).bind(2, std::max(filter.limit, 0));
+  std::vector<JobRecord> done = read_jobs(db, finished);
+  out.insert(out.end(), done.begin(), done.end());
+  std::sort(out.begin(), out.end(),
+            [](const JobRecord& a, const JobRecord& b) { return a.id > b.id; });
+  return out;
+}
+
+std::vector<JobRecord> Store::active_jobs() {
+  auto lock = impl_->lock();
+  auto stmt = impl_->db.prepare(select_jobs_sql() + "WHERE state IN " + kActive + " ORDER BY id");
+  return read_jobs(impl_->db, stmt);
+}
+
+std::vector<JobRecord> Store::sweep_cells(int64_t sweep_id) {
+  auto lock = impl_->lock();
+  // A retried cell has several attempts (rows); the newest one speaks for the cell.
+  auto stmt = impl_->db.prepare(
+      select_jobs_sql() +
+      "WHERE id IN (SELECT max(id) FROM jobs WHERE sweep_id = ? GROUP BY cell_index) "
+      "ORDER BY cell_index");
+  stmt.bind(1, sweep_id);
+  return read_jobs(impl_->db, stmt);
+}
+
+}  // namespace nodus::store

@@ -1,0 +1,84 @@
+#include "store/store.h"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "core/config.h"
+#include "core/error.h"
+#include "store/impl.h"
+#include "store/schema.h"
+
+namespace nodus::store {
+namespace {
+
+std::string parent_of(const std::string& path) {
+  auto slash = path.find_last_of('/');
+  if (slash == std::string::npos) return ".";
+  if (slash == 0) return "/";
+  return path.substr(0, slash);
+}
+
+// mkdir -p with mode 0700 for each folder created: the store holds commands and paths.
+void make_folders(const std::string& folder, const std::string& store_path) {
+  struct stat st {};
+  if (::stat(folder.c_str(), &st) == 0) {
+    if (!S_ISDIR(st.st_mode))
+      throw Fatal("cannot open store " + store_path + ": " + folder + " is not a folder");
+    return;
+  }
+  std::string parent = parent_of(folder);
+  if (parent != folder) make_folders(parent, store_path);
+  if (::mkdir(folder.c_str(), 0700) != 0 && errno != EEXIST)
+    throw Fatal("cannot open store " + store_path + ": cannot create " + folder + ": " +
+                std::strerror(errno));
+}
+
+// SQLite would open a write-protected file read-only and fail later, on the first write, with a
+// vaguer message; the WAL and shared-memory files also need a writable folder.
+void check_writable(const std::string& path, const std::string& folder) {
+  if (::access(folder.c_str(), W_OK | X_OK) != 0)
+    throw Fatal("cannot open store " + path + ": " + std::strerror(errno));
+  if (::access(path.c_str(), F_OK) == 0 && ::access(path.c_str(), R_OK | W_OK) != 0)
+    throw Fatal("cannot open store " + path + ": " + std::strerror(errno));
+}
+
+}  // namespace
+
+Store::Store(std::string path, std::unique_ptr<Impl> impl)
+    : path_(std::move(path)), impl_(std::move(impl)) {}
+
+Store::~Store() = default;
+
+std::unique_ptr<Store> Store::open(const std::string& path,
+                                   std::chrono::milliseconds busy_timeout) {
+  if (path.empty()) throw Fatal("cannot open store: empty path");
+  std::string folder = parent_of(path);
+  make_folders(folder, path);
+  check_writable(path, folder);
+  bool created = ::access(path.c_str(), F_OK) != 0;
+  auto impl = std::make_unique<Impl>(path, busy_timeout);
+  if (created) ::chmod(path.c_str(), 0600);
+  configure_connection(impl->db);
+  migrate(impl->db);
+  return std::unique_ptr<Store>(new Store(path, std::move(impl)));
+}
+
+std::string Store::default_path() { return nodus_home() + "/nodus.db"; }
+
+std::string Store::folder() const { return parent_of(path_); }
+
+std::string Store::integrity_check() {
+  auto lock = impl_->lock();
+  auto stmt = impl_->db.prepare("PRAGMA integrity_check");
+  std::string result;
+  while (stmt.step()) {
+    if (!result.empty()) result += "; ";
+    result += stmt.text(0);
+  }
+  return result;
+}
+
+}  // namespace nodus::store
