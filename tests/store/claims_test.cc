@@ -1,0 +1,253 @@
+// GPU claims across real processes on a real file, and reconciliation of dead supervisors.
+
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <thread>
+
+#include "store/sqlite.h"
+#include "store/store.h"
+#include "store_test_util.h"
+
+namespace nodus::store {
+namespace {
+
+using testing::TempDir;
+
+std::vector<Gpu> inventory(const std::string& type, int n, int first = 0) {
+  std::vector<Gpu> out;
+  for (int i = 0; i < n; ++i)
+    out.push_back({first + i, type, "NVIDIA " + type, "GPU-" + std::to_string(first + i)});
+  return out;
+}
+
+int64_t self_start() { return process_start_time(::getpid()); }
+
+int64_t claim_rows(const std::string& path) {
+  Db db(path, std::chrono::seconds(1));
+  auto stmt = db.prepare("SELECT count(*) FROM gpu_claims");
+  return stmt.step() ? stmt.i64(0) : -1;
+}
+
+TEST(StoreClaims, TakesTheLowestFreeIndicesOfTheType) {
+  TempDir dir;
+  auto store = Store::open(dir.db());
+  auto inv = inventory("L4", 2);
+  auto h100 = inventory("H100", 4, 2);                // indices 2..5
+  inv.insert(inv.end(), h100.rbegin(), h100.rend());  // order in the inventory does not matter
+  int64_t a = store->insert_job(testing::plain_job(JobState::kWaiting));
+  int64_t b = store->insert_job(testing::plain_job(JobState::kWaiting));
+
+  auto got_a = store->claim_gpus(a, "H100", 3, inv, ::getpid(), self_start());
+  ASSERT_TRUE(got_a);
+  EXPECT_EQ(*got_a, (std::vector<int>{2, 3, 4}));
+  EXPECT_EQ(store->job(a)->gpu_indices, (std::vector<int>{2, 3, 4}));
+
+  EXPECT_FALSE(store->claim_gpus(b, "H100", 2, inv, ::getpid(), self_start()));
+  EXPECT_TRUE(store->job(b)->gpu_indices.empty());
+  auto got_b = store->claim_gpus(b, "L4", 2, inv, ::getpid(), self_start());
+  ASSERT_TRUE(got_b);
+  EXPECT_EQ(*got_b, (std::vector<int>{0, 1}));
+  EXPECT_EQ(store->claimed_gpus(), (std::vector<int>{0, 1, 2, 3, 4}));
+
+  store->release_gpus(a);
+  EXPECT_EQ(store->claimed_gpus(), (std::vector<int>{0, 1}));
+  EXPECT_EQ(*store->claim_gpus(b, "H100", 4, inv, ::getpid(), self_start()),
+            (std::vector<int>{2, 3, 4, 5}));
+}
+
+TEST(StoreClaims, ClaimForAnUnknownJobLeavesNoClaim) {
+  TempDir dir;
+  auto store = Store::open(dir.db());
+  EXPECT_THROW(store->claim_gpus(777, "L4", 1, inventory("L4", 2), ::getpid(), self_start()),
+               Fatal);
+  EXPECT_TRUE(store->claimed_gpus().empty());
+}
+
+TEST(StoreClaims, ClaimsOfADeadOwnerAreReclaimed) {
+  TempDir dir;
+  auto inv = inventory("A100", 2);
+  int64_t job = Store::open(dir.db())->insert_job(testing::plain_job(JobState::kRunning));
+  pid_t child = testing::spawn([&] {
+    auto store = Store::open(dir.db());
+    auto got = store->claim_gpus(job, "A100", 2, inv, ::getpid(), process_start_time(::getpid()));
+    return got && got->size() == 2;  // exits holding both GPUs, never releasing them
+  });
+  ASSERT_EQ(testing::wait_exit(child), 0);
+
+  auto store = Store::open(dir.db());
+  EXPECT_TRUE(store->claimed_gpus().empty());  // dead owners do not count
+  int64_t mine = store->insert_job(testing::plain_job(JobState::kWaiting));
+  auto got = store->claim_gpus(mine, "A100", 2, inv, ::getpid(), self_start());
+  ASSERT_TRUE(got);
+  EXPECT_EQ(*got, (std::vector<int>{0, 1}));
+}
+
+TEST(StoreClaims, AZombieOwnerIsDead) {
+  TempDir dir;
+  auto inv = inventory("L4", 1);
+  int64_t job = Store::open(dir.db())->insert_job(testing::plain_job(JobState::kRunning));
+  int ready[2];
+  ASSERT_EQ(::pipe(ready), 0);
+  pid_t child = testing::spawn([&] {
+    auto got = Store::open(dir.db())->claim_gpus(job, "L4", 1, inv, ::getpid(),
+                                                 process_start_time(::getpid()));
+    return got && ::write(ready[1], "x", 1) == 1;
+  });
+  char c;
+  ASSERT_EQ(::read(ready[0], &c, 1), 1);
+  // The child is exiting but not yet reaped: once it is a zombie its claim is free.
+  auto store = Store::open(dir.db());
+  int64_t mine = store->insert_job(testing::plain_job(JobState::kWaiting));
+  std::optional<std::vector<int>> got;
+  for (int i = 0; i < 500 && !got; ++i) {
+    got = store->claim_gpus(mine, "L4", 1, inv, ::getpid(), self_start());
+    if (!got) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_TRUE(got);
+  EXPECT_EQ(testing::wait_exit(child), 0);
+  ::close(ready[0]);
+  ::close(ready[1]);
+}
+
+// 4 processes x 50 claim/release cycles of 1 or 2 GPUs on a 2-GPU inventory. Each holder appends
+// "+ <gpu> <pid>" to a shared log after its claim commits and "- <gpu> <pid>" before it
+// releases; O_APPEND writes are ordered, so a GPU claimed twice at once shows as a second "+"
+// before the "-" of the first.
+TEST(StoreClaims, ConcurrentProcessesNeverShareAGpu) {
+  TempDir dir;
+  const auto inv = inventory("H100", 2);
+  const std::string log_path = dir.path() + "/claims.log";
+  Store::open(dir.db());
+  constexpr int kProcs = 4, kCycles = 50;
+
+  std::vector<pid_t> children;
+  for (int p = 0; p < kProcs; ++p) {
+    children.push_back(testing::spawn([&, p] {
+      int log = ::open(log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0600);
+      auto note = [&](char op, int gpu) {
+        std::string line = std::string(1, op) + " " + std::to_string(gpu) + " " +
+                           std::to_string(::getpid()) + "\n";
+        return ::write(log, line.data(), line.size()) == static_cast<ssize_t>(line.size());
+      };
+      auto store = Store::open(dir.db());
+      int64_t job = store->insert_job(testing::plain_job(JobState::kWaiting));
+      const int64_t start = process_start_time(::getpid());
+      for (int done = 0; done < kCycles;) {
+        int want = 1 + (done + p) % 2;
+        auto got = store->claim_gpus(job, "H100", want, inv, ::getpid(), start);
+        if (!got) {
+          ::usleep(200);
+          continue;
+        }
+        if (static_cast<int>(got->size()) != want) return false;
+        for (int g : *got)
+          if (!note('+', g)) return false;
+        ::usleep(300);  // hold it a moment, so overlaps would have time to happen
+        for (int g : *got)
+          if (!note('-', g)) return false;
+        store->release_gpus(job);
+        ++done;
+      }
+      return true;
+    }));
+  }
+  for (pid_t c : children) EXPECT_EQ(testing::wait_exit(c), 0);
+
+  std::ifstream in(log_path);
+  std::map<int, std::string> holder;  // gpu -> pid holding it, per the log
+  int claims = 0;
+  std::string line;
+  while (std::getline(in, line)) {
+    std::istringstream fields(line);
+    char op;
+    int gpu;
+    std::string pid;
+    ASSERT_TRUE(fields >> op >> gpu >> pid) << line;
+    if (op == '+') {
+      ASSERT_EQ(holder.count(gpu), 0u)
+          << "GPU " << gpu << " claimed by " << pid << " while held by " << holder[gpu];
+      holder[gpu] = pid;
+      ++claims;
+    } else {
+      ASSERT_EQ(holder[gpu], pid) << line;
+      holder.erase(gpu);
+    }
+  }
+  EXPECT_EQ(claims, kProcs * kCycles * 3 / 2);  // half the cycles take 1 GPU, half take 2
+  EXPECT_TRUE(Store::open(dir.db())->claimed_gpus().empty());
+}
+
+TEST(StoreReconcile, DeadSupervisorsJobsBecomeLostAndBilledAndFreeTheirGpus) {
+  TempDir dir;
+  auto inv = inventory("H100", 4);
+  auto store = Store::open(dir.db());
+  const double hour_ago = unix_now() - 3600;
+
+  // A supervisor that claims two GPUs for its job and dies.
+  JobRecord orphan = testing::plain_job(JobState::kRunning);
+  orphan.gpu_type = "H100";
+  orphan.gpu_count = 2;
+  orphan.rate_per_gpu_hour = 2.6;
+  orphan.started_at = hour_ago;
+  orphan.note = "earlier note";
+  orphan.id = store->insert_job(orphan);
+  pid_t child = testing::spawn([&] {
+    auto s = Store::open(dir.db());
+    int64_t start = process_start_time(::getpid());
+    JobRecord j = *s->job(orphan.id);
+    j.supervisor_pid = ::getpid();
+    j.supervisor_start = start;
+    s->update_job(j);
+    return s->claim_gpus(j.id, "H100", 2, inv, ::getpid(), start).has_value();
+  });
+  ASSERT_EQ(testing::wait_exit(child), 0);
+
+  JobRecord never_started = testing::plain_job(JobState::kWaiting);
+  never_started.supervisor_pid = child;  // dead too
+  never_started.id = store->insert_job(never_started);
+
+  JobRecord alive = testing::plain_job(JobState::kRunning);
+  alive.supervisor_pid = ::getpid();
+  alive.supervisor_start = self_start();
+  alive.started_at = hour_ago;
+  alive.id = store->insert_job(alive);
+
+  JobRecord slurm = testing::plain_job(JobState::kRunning);
+  slurm.backend = "slurm";
+  slurm.supervisor_pid = child;
+  slurm.id = store->insert_job(slurm);
+
+  int64_t finished = store->insert_job(testing::plain_job(JobState::kCompleted));
+
+  EXPECT_EQ(claim_rows(dir.db()), 2);
+  const double before = unix_now();
+  auto changed = store->reconcile_dead_supervisors();
+  EXPECT_EQ(changed, (std::vector<int64_t>{orphan.id, never_started.id}));
+
+  JobRecord lost = *store->job(orphan.id);
+  EXPECT_EQ(lost.state, JobState::kLost);
+  ASSERT_TRUE(lost.ended_at);
+  EXPECT_GE(*lost.ended_at, before);
+  EXPECT_NEAR(lost.cost, 2 * 2.6 * (*lost.ended_at - hour_ago) / 3600, 1e-9);
+  EXPECT_NEAR(lost.cost, 5.2, 0.01);
+  EXPECT_EQ(lost.note, "earlier note; supervisor died; billed up to the time it was found dead");
+  EXPECT_EQ(lost.gpu_indices, (std::vector<int>{0, 1}));  // history keeps where it ran
+
+  JobRecord lost_waiting = *store->job(never_started.id);
+  EXPECT_EQ(lost_waiting.state, JobState::kLost);
+  EXPECT_EQ(lost_waiting.cost, 0);
+
+  EXPECT_EQ(store->job(alive.id)->state, JobState::kRunning);
+  EXPECT_EQ(store->job(slurm.id)->state, JobState::kRunning);
+  EXPECT_EQ(store->job(finished)->state, JobState::kCompleted);
+  EXPECT_EQ(claim_rows(dir.db()), 0);                        // deleted, not merely ignored
+  EXPECT_TRUE(store->reconcile_dead_supervisors().empty());  // nothing left to do
+}
+
+}  // namespace
+}  // namespace nodus::store

@@ -1,0 +1,185 @@
+// Opening a store: creation, migrations, and the one-line errors for files we cannot use.
+
+#include <fcntl.h>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+
+#include <fstream>
+#include <random>
+
+#include "store/schema.h"
+#include "store/store.h"
+#include "store_test_util.h"
+
+namespace nodus::store {
+namespace {
+
+using ::testing::HasSubstr;
+using testing::TempDir;
+
+std::string fatal_message(const std::function<void()>& fn) {
+  try {
+    fn();
+  } catch (const Fatal& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+TEST(StoreOpen, CreatesPrivateFolderAndMigratesToTheLatestVersion) {
+  TempDir dir;
+  std::string path = dir.path() + "/a/b/nodus.db";
+  auto store = Store::open(path);
+  struct stat st {};
+  ASSERT_EQ(::stat((dir.path() + "/a/b").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0700u);
+  EXPECT_EQ(store->folder(), dir.path() + "/a/b");
+  Db db(path, std::chrono::seconds(1));
+  EXPECT_EQ(schema_version(db), migrations().back().version);
+  auto mode = db.prepare("PRAGMA journal_mode");
+  ASSERT_TRUE(mode.step());
+  EXPECT_EQ(mode.text(0), "wal");
+}
+
+TEST(StoreOpen, MigratesAnEmptyFile) {
+  TempDir dir;
+  { std::ofstream(dir.db()).flush(); }  // zero bytes: SQLite treats it as a new database
+  auto store = Store::open(dir.db());
+  EXPECT_EQ(store->insert_job(testing::plain_job()), 1);
+  EXPECT_EQ(store->integrity_check(), "ok");
+}
+
+TEST(StoreOpen, ReopeningKeepsTheData) {
+  TempDir dir;
+  int64_t id = Store::open(dir.db())->insert_job(testing::full_job());
+  auto again = Store::open(dir.db());
+  ASSERT_TRUE(again->job(id));
+  EXPECT_EQ(again->job(id)->name, "train");
+}
+
+TEST(StoreOpen, RefusesANewerSchemaVersion) {
+  TempDir dir;
+  Store::open(dir.db());
+  const int latest = migrations().back().version;
+  {
+    Db db(dir.db(), std::chrono::seconds(1));
+    db.exec("PRAGMA user_version=" + std::to_string(latest + 3));
+  }
+  EXPECT_EQ(fatal_message([&] { Store::open(dir.db()); }),
+            "store " + dir.db() + " has schema version " + std::to_string(latest + 3) +
+                "; this nodus knows up to " + std::to_string(latest) + ": upgrade nodus");
+}
+
+TEST(StoreMigrate, AppliesMissingMigrationsInOrder) {
+  TempDir dir;
+  Db db(dir.db(), std::chrono::seconds(1));
+  configure_connection(db);
+  std::vector<Migration> list = {{1, "CREATE TABLE a (x)"}, {2, "ALTER TABLE a ADD COLUMN y"}};
+  migrate(db, {list[0]});
+  EXPECT_EQ(schema_version(db), 1);
+  migrate(db, list);  // only migration 2 runs (1 again would fail: table a exists)
+  EXPECT_EQ(schema_version(db), 2);
+  db.exec("INSERT INTO a (x, y) VALUES (1, 2)");
+}
+
+TEST(StoreMigrate, AFailingMigrationLeavesNothingBehind) {
+  TempDir dir;
+  Db db(dir.db(), std::chrono::seconds(1));
+  configure_connection(db);
+  std::vector<Migration> list = {{1, "CREATE TABLE a (x)"},
+                                 {2, "CREATE TABLE b (y)"},
+                                 {3, "INSERT INTO no_such_table VALUES (1)"}};
+  EXPECT_THROW(migrate(db, list), Fatal);
+  EXPECT_EQ(schema_version(db), 0);
+  auto tables = db.prepare("SELECT count(*) FROM sqlite_master");
+  ASSERT_TRUE(tables.step());
+  EXPECT_EQ(tables.i64(0), 0);
+}
+
+TEST(StoreOpen, GarbageFileIsCalledCorruptInOneLine) {
+  TempDir dir;
+  {
+    std::ofstream out(dir.db(), std::ios::binary);
+    std::mt19937 rng(7);
+    for (int i = 0; i < 8192; ++i) out.put(static_cast<char>(rng()));
+  }
+  std::string msg = fatal_message([&] { Store::open(dir.db()); });
+  EXPECT_EQ(msg, "store " + dir.db() +
+                     " is not a nodus database or is corrupt: file is not a database; move it "
+                     "away to start fresh");
+}
+
+TEST(StoreOpen, AnotherProgramsSqliteFileIsRefused) {
+  TempDir dir;
+  {
+    Db db(dir.db(), std::chrono::seconds(1));
+    db.exec("CREATE TABLE photos (id INTEGER PRIMARY KEY, path TEXT)");
+  }
+  std::string msg = fatal_message([&] { Store::open(dir.db()); });
+  EXPECT_THAT(msg, HasSubstr("store " + dir.db() + " is not a nodus database"));
+  EXPECT_THAT(msg, HasSubstr("move it away to start fresh"));
+  EXPECT_EQ(msg.find('\n'), std::string::npos);
+}
+
+// Runs fn as an unprivileged user when we are root (root ignores file modes), and returns the
+// Fatal message it produced.
+std::string message_as_unprivileged(const std::function<void()>& fn) {
+  int fds[2];
+  EXPECT_EQ(::pipe(fds), 0);
+  pid_t pid = testing::spawn([&] {
+    ::close(fds[0]);
+    if (::geteuid() == 0 && (::setgid(65534) != 0 || ::setuid(65534) != 0)) return false;
+    std::string msg = fatal_message(fn);
+    return ::write(fds[1], msg.data(), msg.size()) == static_cast<ssize_t>(msg.size());
+  });
+  ::close(fds[1]);
+  std::string msg;
+  char buf[512];
+  for (ssize_t n; (n = ::read(fds[0], buf, sizeof buf)) > 0;) msg.append(buf, n);
+  ::close(fds[0]);
+  EXPECT_EQ(testing::wait_exit(pid), 0);
+  return msg;
+}
+
+TEST(StoreOpen, UnwritableFolderIsPermissionDenied) {
+  TempDir dir;
+  ::chmod(dir.path().c_str(), 0755);  // reachable by the unprivileged child
+  std::string ro = dir.path() + "/ro";
+  ASSERT_EQ(::mkdir(ro.c_str(), 0555), 0);
+  EXPECT_EQ(message_as_unprivileged([&] { Store::open(ro + "/nodus.db"); }),
+            "cannot open store " + ro + "/nodus.db: Permission denied");
+  EXPECT_EQ(
+      message_as_unprivileged([&] { Store::open(ro + "/sub/nodus.db"); }),
+      "cannot open store " + ro + "/sub/nodus.db: cannot create " + ro + "/sub: Permission denied");
+}
+
+TEST(StoreOpen, ReadOnlyFileIsPermissionDenied) {
+  TempDir dir;
+  ::chmod(dir.path().c_str(), 0777);  // the folder is writable, the file is not
+  Store::open(dir.db());
+  ::chmod(dir.db().c_str(), 0444);
+  EXPECT_EQ(message_as_unprivileged([&] { Store::open(dir.db()); }),
+            "cannot open store " + dir.db() + ": Permission denied");
+}
+
+TEST(StoreOpen, WaitingTooLongForALockSaysSo) {
+  TempDir dir;
+  auto store = Store::open(dir.db(), std::chrono::milliseconds(300));
+  Db other(dir.db(), std::chrono::seconds(1));
+  Transaction hold(other, Transaction::Mode::kImmediate);
+  auto start = std::chrono::steady_clock::now();
+  std::string msg = fatal_message([&] { store->insert_job(testing::plain_job()); });
+  auto waited = std::chrono::steady_clock::now() - start;
+  EXPECT_EQ(msg, "store " + dir.db() + " is locked by another process for more than 0.3 s");
+  EXPECT_GE(waited, std::chrono::milliseconds(250));
+}
+
+TEST(StoreOpen, DefaultPathIsUnderNodusHome) {
+  ::setenv("NODUS_HOME", "/some/where", 1);
+  EXPECT_EQ(Store::default_path(), "/some/where/nodus.db");
+  ::unsetenv("NODUS_HOME");
+}
+
+}  // namespace
+}  // namespace nodus::store

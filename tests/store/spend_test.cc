@@ -1,0 +1,116 @@
+// Spend summaries by local day and by GPU type.
+
+#include <gtest/gtest.h>
+
+#include <ctime>
+
+#include "store/store.h"
+#include "store_test_util.h"
+
+namespace nodus::store {
+namespace {
+
+using testing::TempDir;
+
+std::string local_day(double t) {
+  time_t secs = static_cast<time_t>(t);
+  std::tm tm{};
+  ::localtime_r(&secs, &tm);
+  char buf[16];
+  std::strftime(buf, sizeof buf, "%Y-%m-%d", &tm);
+  return buf;
+}
+
+JobRecord billed(const std::string& type, int gpus, double rate, double start, double hours,
+                 JobState state = JobState::kCompleted) {
+  JobRecord j = testing::plain_job(state);
+  j.gpu_type = type;
+  j.gpu_count = gpus;
+  j.rate_per_gpu_hour = rate;
+  j.started_at = start;
+  if (is_final(state)) {
+    j.ended_at = start + hours * 3600;
+    j.cost = gpus * rate * hours;
+  }
+  return j;
+}
+
+class StoreSpend : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    store_ = Store::open(dir_.db());
+    // Noon today and noon two days ago, local time, so day boundaries are not near.
+    std::time_t now = std::time(nullptr);
+    std::tm tm{};
+    ::localtime_r(&now, &tm);
+    tm.tm_hour = 12;
+    tm.tm_min = tm.tm_sec = 0;
+    tm.tm_isdst = -1;
+    today_noon_ = static_cast<double>(std::mktime(&tm));
+    tm.tm_mday -= 2;
+    tm.tm_isdst = -1;
+    earlier_noon_ = static_cast<double>(std::mktime(&tm));
+
+    store_->insert_job(billed("H100", 8, 2.6, earlier_noon_, 1));         // $20.80, 8 GPU-h
+    store_->insert_job(billed("L4", 1, 0.8, earlier_noon_ + 60, 2));      // $1.60, 2 GPU-h
+    store_->insert_job(billed("H100", 1, 2.6, today_noon_ - 7200, 0.5));  // $1.30, 0.5 GPU-h
+    // Running for an hour now: counts what it has cost so far.
+    store_->insert_job(billed("H100", 2, 3.0, unix_now() - 3600, 0, JobState::kRunning));
+    store_->insert_job(billed("", 0, 0, earlier_noon_, 1));      // CPU-only
+    store_->insert_job(testing::plain_job(JobState::kWaiting));  // never started: no spend
+  }
+
+  TempDir dir_;
+  std::unique_ptr<Store> store_;
+  double today_noon_ = 0, earlier_noon_ = 0;
+};
+
+TEST_F(StoreSpend, ByLocalDayOldestFirst) {
+  auto rows = store_->spend_by_day(std::nullopt);
+  std::string earlier = local_day(earlier_noon_);
+  std::string running_day = local_day(unix_now() - 3600);
+  std::string today = local_day(today_noon_ - 7200);
+  ASSERT_GE(rows.size(), 2u);
+  EXPECT_EQ(rows[0].key, earlier);
+  EXPECT_EQ(rows[0].jobs, 3);
+  EXPECT_NEAR(rows[0].cost, 22.40, 1e-9);
+  EXPECT_NEAR(rows[0].gpu_hours, 10.0, 1e-9);
+  double total_cost = 0, total_hours = 0;
+  int total_jobs = 0;
+  for (const auto& r : rows) {
+    total_cost += r.cost;
+    total_hours += r.gpu_hours;
+    total_jobs += r.jobs;
+  }
+  EXPECT_EQ(total_jobs, 5);
+  EXPECT_NEAR(total_cost, 22.40 + 1.30 + 6.0, 0.01);
+  EXPECT_NEAR(total_hours, 10.0 + 0.5 + 2.0, 0.01);
+  if (running_day == today) {
+    ASSERT_EQ(rows.size(), 2u);
+    EXPECT_EQ(rows[1].key, today);
+    EXPECT_NEAR(rows[1].cost, 7.30, 0.01);
+  }
+}
+
+TEST_F(StoreSpend, ByGpuTypeMostExpensiveFirstWithoutCpuOnlyJobs) {
+  auto rows = store_->spend_by_gpu(std::nullopt);
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_EQ(rows[0].key, "H100");
+  EXPECT_EQ(rows[0].jobs, 3);
+  EXPECT_NEAR(rows[0].cost, 20.80 + 1.30 + 6.0, 0.01);
+  EXPECT_NEAR(rows[0].gpu_hours, 8 + 0.5 + 2.0, 0.01);
+  EXPECT_EQ(rows[1].key, "L4");
+  EXPECT_NEAR(rows[1].cost, 1.60, 1e-9);
+}
+
+TEST_F(StoreSpend, SinceLeavesOutEarlierJobs) {
+  auto rows = store_->spend_by_gpu(today_noon_ - 86400);
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_EQ(rows[0].key, "H100");
+  EXPECT_EQ(rows[0].jobs, 2);
+  for (const auto& r : store_->spend_by_day(today_noon_ - 86400))
+    EXPECT_NE(r.key, local_day(earlier_noon_));
+}
+
+}  // namespace
+}  // namespace nodus::store
