@@ -88,9 +88,9 @@ std::string render_bar_chart(const BarChart& chart) {
     const double width = std::max(1.0, x_of(bar.value) - plot_left);
     svg += "<g class=\"row" + std::string(bar.best ? " best" : "") + "\">";
     svg += text_el("label", plot_left - 8, mid, "end", html_escape(short_label(bar.label, 18)));
-    svg += "<rect class=\"bar" + std::string(bar.best ? " best" : "") + "\" x=\"" +
-           num(plot_left) + "\" y=\"" + num(y) + "\" width=\"" + num(width) + "\" height=\"" +
-           num(kBar) + "\" rx=\"2\"><title>" + html_escape(bar.label + ": " + bar.value_text) +
+    svg += "<rect class=\"bar" + std::string(bar.best ? " best" : "") + "\" x=\"" + num(plot_left) +
+           "\" y=\"" + num(y) + "\" width=\"" + num(width) + "\" height=\"" + num(kBar) +
+           "\" rx=\"2\"><title>" + html_escape(bar.label + ": " + bar.value_text) +
            "</title></rect>";
     std::string value = html_escape(bar.value_text);
     if (bar.best) value += "<tspan class=\"best-tag\" dx=\"6\">best</tspan>";

@@ -2,11 +2,15 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <utility>
 
 namespace nodus::report {
 namespace {
 
 constexpr std::string_view kReplacement = "\xEF\xBF\xBD";  // U+FFFD
+
+constexpr std::pair<char, std::string_view> kEntities[] = {
+    {'&', "&amp;"}, {'<', "&lt;"}, {'>', "&gt;"}, {'"', "&quot;"}, {'\'', "&#39;"}};
 
 // Length of the valid UTF-8 sequence starting at s[i], or 0 if the bytes there are not one
 // (stray continuation bytes, overlong forms, surrogates, code points past U+10FFFF).
@@ -60,12 +64,13 @@ std::string html_escape(std::string_view text) {
   std::string out;
   out.reserve(text.size() + text.size() / 8);
   for_each_char(text, [&](std::string_view ch) {
-    if (ch == "&") out += "&amp;";
-    else if (ch == "<") out += "&lt;";
-    else if (ch == ">") out += "&gt;";
-    else if (ch == "\"") out += "&quot;";
-    else if (ch == "'") out += "&#39;";
-    else out += ch;
+    for (const auto& [c, entity] : kEntities) {
+      if (ch.size() == 1 && ch[0] == c) {
+        out += entity;
+        return;
+      }
+    }
+    out += ch;
   });
   return out;
 }

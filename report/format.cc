@@ -39,13 +39,11 @@ std::string fixed(double value, int decimals) {
 std::string format_number(double value) {
   if (!std::isfinite(value)) return "n/a";
   const double a = std::fabs(value);
+  // Three significant digits below 100, none above.
   int decimals = 0;
-  if (a == 0 || a >= 100) decimals = 0;
-  else if (a >= 10) decimals = 1;
-  else if (a >= 1) decimals = 2;
-  else decimals = std::min(6, 2 - static_cast<int>(std::floor(std::log10(a))));  // 3 significant
+  if (a > 0 && a < 100) decimals = std::min(6, 2 - static_cast<int>(std::floor(std::log10(a))));
   std::string s = fixed(value, decimals);
-  // Trailing zeros after the point say nothing here (3.50 -> 3.5), except in money.
+  // Trailing zeros after the point say nothing here (3.50 -> 3.5).
   if (s.find('.') != std::string::npos) {
     while (s.back() == '0') s.pop_back();
     if (s.back() == '.') s.pop_back();
@@ -89,21 +87,19 @@ std::string shell_join(const std::vector<std::string>& argv) {
   std::string out;
   for (const auto& word : argv) {
     if (!out.empty()) out += ' ';
-    const bool plain =
-        !word.empty() && word.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
-                                                "0123456789_-+=./:,@%{}") == std::string::npos;
+    constexpr std::string_view kPlain =
+        "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-+=./:,@%{}";
+    const bool plain = !word.empty() && word.find_first_not_of(kPlain) == std::string::npos;
     // {a,b} and {1..3} would be brace-expanded by bash; {num_workers} is a placeholder, as typed.
-    const bool braces = word.find('{') != std::string::npos &&
-                        (word.find(',') != std::string::npos || word.find("..") != std::string::npos);
+    const bool braces =
+        word.find('{') != std::string::npos &&
+        (word.find(',') != std::string::npos || word.find("..") != std::string::npos);
     if (plain && !braces) {
       out += word;
       continue;
     }
     out += '\'';
-    for (char c : word) {
-      if (c == '\'') out += "'\\''";
-      else out += c;
-    }
+    for (char c : word) out += (c == '\'') ? std::string("'\\''") : std::string(1, c);
     out += '\'';
   }
   return out;

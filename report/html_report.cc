@@ -32,7 +32,8 @@ std::string header(const ReportData& d) {
   std::string out = "<header><p class=\"eyebrow\">nodus " +
                     std::string(is_sweep(d) ? "sweep" : "job") + " report</p>";
   out += "<h1>" + esc(d.title) + "</h1><p class=\"meta\">";
-  out += "<span>" + esc(gpu_text(d.gpu_type, d.gpu_count)) + (is_sweep(d) ? " per cell" : "") + "</span>";
+  out += "<span>" + esc(gpu_text(d.gpu_type, d.gpu_count)) + (is_sweep(d) ? " per cell" : "") +
+         "</span>";
   if (d.rate_per_gpu_hour > 0)
     out += "<span>" + esc(format_usd(d.rate_per_gpu_hour)) + " per GPU-hour</span>";
   if (!d.backend.empty()) out += "<span>" + esc(d.backend) + " backend</span>";
@@ -65,7 +66,8 @@ std::string summary(const ReportData& d) {
 
 std::string setup(const ReportData& d) {
   std::string out = "<section class=\"setup\"><h2>Setup</h2><dl>";
-  out += "<dt class=\"command\">Command</dt><dd><pre><code>" + esc(shell_join(d.command)) + "</code></pre></dd>";
+  out += "<dt class=\"command\">Command</dt><dd><pre><code>" + esc(shell_join(d.command)) +
+         "</code></pre></dd>";
   if (!d.grid.empty()) {
     out += "<dt>Grid</dt><dd>";
     for (const auto& axis : d.grid) {
@@ -75,7 +77,8 @@ std::string setup(const ReportData& d) {
     }
     out += "</dd>";
   }
-  out += "<dt>GPU</dt><dd>" + esc(gpu_text(d.gpu_type, d.gpu_count)) + (is_sweep(d) ? " per cell" : "") + "</dd>";
+  out += "<dt>GPU</dt><dd>" + esc(gpu_text(d.gpu_type, d.gpu_count)) +
+         (is_sweep(d) ? " per cell" : "") + "</dd>";
   out += "<dt>Rate</dt><dd>" + esc(format_usd(d.rate_per_gpu_hour)) + " per GPU-hour</dd>";
   if (!d.backend.empty()) out += "<dt>Backend</dt><dd>" + esc(d.backend) + "</dd>";
   const std::string date = format_date_utc(d.created_at);
@@ -117,9 +120,10 @@ std::string comparison(const ReportData& d) {
   if (params.empty()) out += "<th>Cell</th>";
   for (const auto& p : params) out += "<th>" + esc(p) + "</th>";
   out += "<th>Status</th><th class=\"num\">Wall</th><th class=\"num\">Cost</th>";
-  out += "<th class=\"num\">Throughput<span class=\"unit\">" + esc(d.throughput_unit) +
-         "</span></th>";
-  out += "<th class=\"num\">$/M " + esc(work_items(d.throughput_unit)) + "</th><th class=\"num\">Data wait</th>";
+  out +=
+      "<th class=\"num\">Throughput<span class=\"unit\">" + esc(d.throughput_unit) + "</span></th>";
+  out += "<th class=\"num\">$/M " + esc(work_items(d.throughput_unit)) +
+         "</th><th class=\"num\">Data wait</th>";
   out += "<th class=\"num\">GPU util</th><th class=\"num\">Idle $</th><th>Verdict</th>";
   out += "</tr></thead><tbody>";
   for (const auto& c : d.cells) {
@@ -142,44 +146,49 @@ std::string comparison(const ReportData& d) {
   return out + "</tbody></table></div></section>";
 }
 
-// One bar chart figure; cells without the value have no bar and are named under the chart.
-std::string bar_figure(const ReportData& d, BarChart chart, const std::string& caption,
-                       const std::string& hint, std::optional<double> (*value_of)(const Cell&),
-                       std::string (*fmt)(double)) {
-  std::vector<std::string> missing;
+// One bar chart of the sweep: what it shows and how to read each cell's value.
+struct BarFigure {
+  std::string id;          // data-chart
+  std::string caption;     // "Throughput"
+  std::string axis_title;  // with the unit
+  bool higher_is_better = false;
+  bool money = false;
+  std::optional<double> (*value_of)(const Cell&);
+  std::string (*format)(double);
+};
+
+// Cells without the value have no bar and are named under the chart.
+std::string bar_figure(const ReportData& d, const BarFigure& f) {
+  const char* hint = f.higher_is_better ? "higher is better" : "lower is better";
+  BarChart chart{f.id, f.caption + " per cell", f.axis_title + " (" + hint + ")", f.money, {}};
+  std::string missing;
   for (const auto& c : d.cells) {
-    const std::optional<double> v = value_of(c);
-    if (v) chart.bars.push_back({c.label, *v, fmt(*v), c.best});
-    else missing.push_back(c.label);
+    if (const std::optional<double> v = f.value_of(c))
+      chart.bars.push_back({c.label, *v, f.format(*v), c.best});
+    else
+      missing += (missing.empty() ? "" : ", ") + c.label;
   }
-  std::string out = "<figure><figcaption>" + esc(caption) + "<span class=\"hint\">" + esc(hint) +
+  std::string out = "<figure><figcaption>" + esc(f.caption) + "<span class=\"hint\">" + hint +
                     "</span></figcaption>";
   if (!chart.bars.empty()) out += render_bar_chart(chart);
-  if (!missing.empty()) {
-    std::string names;
-    for (const auto& m : missing) names += (names.empty() ? "" : ", ") + m;
-    out += "<p class=\"no-data\">No value for " + esc(names) + ".</p>";
-  }
+  if (!missing.empty()) out += "<p class=\"no-data\">No value for " + esc(missing) + ".</p>";
   return out + "</figure>";
 }
 
 std::string bar_charts(const ReportData& d) {
-  std::string out = "<section><h2>Throughput and cost per cell</h2><p class=\"section-note\">"
-                    "The best cell is the dark bar tagged \xE2\x80\x9C" "best\xE2\x80\x9D.</p>"
-                    "<div class=\"charts\">";
-  out += bar_figure(
-      d, {"throughput", "Throughput per cell", d.throughput_unit + " (higher is better)", false, {}},
-      "Throughput", "higher is better", [](const Cell& c) { return c.throughput; },
-      format_number);
-  out += bar_figure(
-      d, {"cost", "Cost per cell", "cost per cell (USD, lower is better)", true, {}}, "Cost",
-      "lower is better", [](const Cell& c) { return std::optional<double>(c.cost_usd); }, usd);
   const std::string items = work_items(d.throughput_unit);
-  out += bar_figure(d,
-                    {"usd-per-million", "Cost per million " + items,
-                     "USD per million " + items + " (lower is better)", true, {}},
-                    "$ per million " + items, "lower is better",
-                    [](const Cell& c) { return c.usd_per_million; }, usd);
+  const BarFigure figures[] = {
+      {"throughput", "Throughput", d.throughput_unit, true, false,
+       [](const Cell& c) { return c.throughput; }, format_number},
+      {"cost", "Cost", "cost per cell, USD", false, true,
+       [](const Cell& c) { return std::optional<double>(c.cost_usd); }, usd},
+      {"usd-per-million", "$ per million " + items, "USD per million " + items, false, true,
+       [](const Cell& c) { return c.usd_per_million; }, usd},
+  };
+  std::string out =
+      "<section><h2>Throughput and cost per cell</h2><p class=\"section-note\">The best cell is "
+      "the dark bar tagged &ldquo;best&rdquo;.</p><div class=\"charts\">";
+  for (const auto& f : figures) out += bar_figure(d, f);
   return out + "</div></section>";
 }
 
@@ -193,13 +202,14 @@ std::string idle_share_text(const Cell& c) {
 
 std::string utilization(const ReportData& d) {
   std::string out = "<section><h2>GPU utilization over time</h2>";
-  out += "<p class=\"section-note\">Percent of time a kernel ran, per sample; each chart spans "
-         "its own cell\xE2\x80\x99s run.</p><p class=\"legend\">"
-         "<span><i class=\"swatch sample\"></i>GPU utilization, each sample</span>"
-         "<span><i class=\"swatch line\"></i>rolling average</span>"
-         "<span><i class=\"swatch idle\"></i>idle: below " +
-         format_percent(kIdleUtilPercent) +
-         "</span><span><i class=\"swatch threshold\"></i>idle threshold</span></p>";
+  out +=
+      "<p class=\"section-note\">Percent of time a kernel ran, per sample; each chart spans "
+      "its own cell\xE2\x80\x99s run.</p><p class=\"legend\">"
+      "<span><i class=\"swatch sample\"></i>GPU utilization, each sample</span>"
+      "<span><i class=\"swatch line\"></i>rolling average</span>"
+      "<span><i class=\"swatch idle\"></i>idle: below " +
+      format_percent(kIdleUtilPercent) +
+      "</span><span><i class=\"swatch threshold\"></i>idle threshold</span></p>";
   out += "<div class=\"multiples\">";
   for (size_t i = 0; i < d.cells.size(); ++i) {
     const Cell& c = d.cells[i];
@@ -217,8 +227,9 @@ std::string utilization(const ReportData& d) {
 }
 
 std::string diagnosis(const ReportData& d) {
-  std::string out = "<section><h2>Diagnosis</h2><p class=\"section-note\">What each cell\xE2\x80\x99s"
-                    " numbers point to, and the first fix to try.</p><div class=\"diagnoses\">";
+  std::string out =
+      "<section><h2>Diagnosis</h2><p class=\"section-note\">What each cell\xE2\x80\x99s"
+      " numbers point to, and the first fix to try.</p><div class=\"diagnoses\">";
   for (const auto& c : d.cells) {
     out += std::string("<article class=\"diagnosis") + (c.best ? " best" : "") + "\"><h3>" +
            esc(c.label) + (c.best ? "<span class=\"badge\">best</span>" : "") + "</h3>";
@@ -254,8 +265,9 @@ std::string render_html(const ReportData& d) {
   out += "<body><main>" + header(d) + summary(d) + setup(d) + comparison(d);
   if (is_sweep(d) && !d.cells.empty()) out += bar_charts(d);
   if (!d.cells.empty()) out += utilization(d) + diagnosis(d);
-  out += "<footer>Generated by nodus. One self-contained file: no scripts, no network "
-         "requests.</footer></main></body></html>\n";
+  out +=
+      "<footer>Generated by nodus. One self-contained file: no scripts, no network "
+      "requests.</footer></main></body></html>\n";
   return out;
 }
 

@@ -63,10 +63,16 @@ std::string comparison(const ReportData& d) {
   std::vector<std::pair<std::string, bool>> columns;  // header, right-aligned
   if (params.empty()) columns.push_back({"cell", false});
   for (const auto& p : params) columns.push_back({p, false});
-  for (const auto& [h, right] : std::vector<std::pair<std::string, bool>>{
-           {"status", false}, {"wall", true}, {"cost", true}, {d.throughput_unit, true},
-           {"$/M " + work_items(d.throughput_unit), true}, {"data wait", true},
-           {"GPU util", true}, {"idle $", true}, {"verdict", false}})
+  for (const auto& [h, right] :
+       std::vector<std::pair<std::string, bool>>{{"status", false},
+                                                 {"wall", true},
+                                                 {"cost", true},
+                                                 {d.throughput_unit, true},
+                                                 {"$/M " + work_items(d.throughput_unit), true},
+                                                 {"data wait", true},
+                                                 {"GPU util", true},
+                                                 {"idle $", true},
+                                                 {"verdict", false}})
     columns.push_back({h, right});
 
   std::string out = "|";
@@ -83,12 +89,11 @@ std::string comparison(const ReportData& d) {
         if (n == p) value = v;
       row.push_back(value);
     }
-    row.insert(row.end(), {c.status, format_seconds(c.wall_s), format_usd(c.cost_usd),
-                           optional_text(c.throughput, format_number),
-                           optional_text(c.usd_per_million, usd),
-                           optional_text(c.data_wait, fraction),
-                           optional_text(c.util_mean, percent), optional_text(c.idle_usd, usd),
-                           c.verdict});
+    row.insert(row.end(),
+               {c.status, format_seconds(c.wall_s), format_usd(c.cost_usd),
+                optional_text(c.throughput, format_number), optional_text(c.usd_per_million, usd),
+                optional_text(c.data_wait, fraction), optional_text(c.util_mean, percent),
+                optional_text(c.idle_usd, usd), c.verdict});
     out += "|";
     for (size_t i = 0; i < row.size(); ++i) {
       std::string text = md(row[i]);

@@ -10,13 +10,15 @@
 // The HTML contract, which tests and other tools may rely on:
 //  - no network: no <script>, no <link>, no external url(); a Content-Security-Policy meta
 //    forbids scripts (default-src 'none'; style-src 'unsafe-inline'; img-src data:);
-//  - sweep reports have three bar charts, <svg class="chart" data-chart="throughput|cost|usd-per-million">,
-//    each with one <rect class="bar"> per cell that has that value (the best cell's bar also
-//    carries the class "best"); job reports (one cell) have no bar charts;
+//  - sweep reports have three bar charts, <svg class="chart" data-chart="D"> with D one of
+//    throughput, cost, usd-per-million, each with one <rect class="bar"> per cell that has that
+//    value (the best cell's bar also carries the class "best"); job reports (one cell) have no bar
+//    charts;
 //  - one <svg class="chart util-chart" data-cell="I"> per cell with utilization samples (I is the
 //    cell's index in cells), holding one <polyline class="util">: one point per sample up to
-//    kMaxUtilPoints, and a min/max envelope of at most kMaxUtilPoints points beyond that; idle
-//    stretches (util below kIdleUtilPercent) are <rect class="idle">.
+//    kMaxUtilPoints, and a min/max envelope of at most kMaxUtilPoints points beyond that (long
+//    runs also get a rolling average, <polyline class="util-mean">); idle stretches (util below
+//    kIdleUtilPercent) are <rect class="idle">.
 
 #include <optional>
 #include <string>

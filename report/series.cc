@@ -19,7 +19,8 @@ AxisScale nice_scale(double largest_value, int target_intervals) {
   for (double n : {10.0, 5.0, 2.0, 1.0}) {
     const double candidate = n * magnitude;
     const double count = std::ceil(largest_value / candidate - 1e-9);
-    if (step == 0 || std::fabs(count - target_intervals) < std::fabs(intervals - target_intervals)) {
+    if (step == 0 ||
+        std::fabs(count - target_intervals) < std::fabs(intervals - target_intervals)) {
       step = candidate;
       intervals = count;
     }
