@@ -12,6 +12,7 @@ namespace nodus::report {
 namespace {
 
 std::string num(double v) {
+  if (!std::isfinite(v)) v = 0;  // a NaN from the store must not break the drawing
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.1f", v);
   return buf;

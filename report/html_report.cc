@@ -2,6 +2,7 @@
 // as `esc`) or a chart renderer that escapes it; nothing else reaches the page but our own
 // markup, so the tests can hold the page to "no script, no external reference".
 
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -163,7 +164,8 @@ std::string bar_figure(const ReportData& d, const BarFigure& f) {
   BarChart chart{f.id, f.caption + " per cell", f.axis_title + " (" + hint + ")", f.money, {}};
   std::string missing;
   for (const auto& c : d.cells) {
-    if (const std::optional<double> v = f.value_of(c))
+    const std::optional<double> v = f.value_of(c);
+    if (v && std::isfinite(*v))
       chart.bars.push_back({c.label, *v, f.format(*v), c.best});
     else
       missing += (missing.empty() ? "" : ", ") + c.label;

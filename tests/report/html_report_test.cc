@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <limits>
 #include <regex>
 
 #include "mini_dom.h"
@@ -177,6 +178,23 @@ TEST(HtmlReport, JobReportHasAUtilizationChartButNoBarCharts) {
   EXPECT_EQ(doc.find("svg", "util-chart").size(), 1u);
   EXPECT_NE(doc.text.find("nodus job report"), std::string::npos);
   EXPECT_EQ(doc.text.find("Grid"), std::string::npos);
+}
+
+TEST(HtmlReport, OddNumbersStillDrawEveryChart) {
+  ReportData data = testing::demo_sweep();
+  data.cells[0].util = {{0, 50}};  // one sample, no wall time
+  data.cells[0].wall_s = 0;
+  data.cells[1].util[3].util = std::numeric_limits<double>::quiet_NaN();
+  data.cells[2].throughput = std::numeric_limits<double>::infinity();
+  const Document doc = parse_html(render_html(data));
+  for (const auto& e : doc.elements)
+    for (const char* attr : {"x", "y", "width", "height", "points", "x1", "x2", "y1", "y2"})
+      EXPECT_EQ(e.attr(attr).find_first_of("ainf"), std::string::npos) << e.tag << " " << attr;
+  EXPECT_EQ(doc.find("svg", "util-chart").size(), 5u);
+  EXPECT_EQ(doc.find_in(chart(doc, "data-chart", "throughput"), "rect", "bar").size(), 4u);
+  const auto first = doc.find_in(chart(doc, "data-cell", "0"), "polyline", "util");
+  ASSERT_EQ(first.size(), 1u);
+  EXPECT_EQ(testing::count_points(doc.elements[first[0]].attr("points")), 1u);
 }
 
 TEST(HtmlReport, LongRunsThinTheLineButShadeEveryIdleStretch) {

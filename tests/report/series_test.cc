@@ -47,6 +47,18 @@ TEST(ThinUtilPoints, KeepsDipsAndPeaksOfLongSeries) {
   EXPECT_TRUE(dip);
 }
 
+TEST(RollingMean, AveragesACentredWindowAndKeepsEveryTime) {
+  const std::vector<UtilPoint> points = {{0, 0}, {1, 100}, {2, 0}, {3, 100}, {4, 0}, {5, 100}};
+  const auto mean = rolling_mean(points, 2);
+  ASSERT_EQ(mean.size(), points.size());
+  for (size_t i = 0; i < mean.size(); ++i) {
+    EXPECT_EQ(mean[i].t, points[i].t);
+    EXPECT_DOUBLE_EQ(mean[i].util, 50);
+  }
+  EXPECT_DOUBLE_EQ(rolling_mean(points, 4)[0].util, 50);  // shorter window at the start
+  EXPECT_DOUBLE_EQ(rolling_mean(points, 1)[1].util, 100);
+}
+
 TEST(IdleStretches, CoverSamplesBelowThresholdUntilTheNextSample) {
   const std::vector<UtilPoint> points = {{0, 2}, {1, 3}, {2, 90}, {3, 5}, {4, 95}, {5, 1}};
   const auto spans = idle_stretches(points, 7, 10);
