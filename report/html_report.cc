@@ -212,7 +212,7 @@ std::string utilization(const ReportData& d) {
       "<span><i class=\"swatch idle\"></i>idle: below " +
       format_percent(kIdleUtilPercent) +
       "</span><span><i class=\"swatch threshold\"></i>idle threshold</span></p>";
-  out += "<div class=\"multiples\">";
+  out += d.cells.size() == 1 ? "<div class=\"multiples single\">" : "<div class=\"multiples\">";
   for (size_t i = 0; i < d.cells.size(); ++i) {
     const Cell& c = d.cells[i];
     out += std::string("<figure class=\"util-card") + (c.best ? " best" : "") + "\">";
@@ -231,7 +231,8 @@ std::string utilization(const ReportData& d) {
 std::string diagnosis(const ReportData& d) {
   std::string out =
       "<section><h2>Diagnosis</h2><p class=\"section-note\">What each cell\xE2\x80\x99s"
-      " numbers point to, and the first fix to try.</p><div class=\"diagnoses\">";
+      " numbers point to, and the first fix to try.</p><div class=\"diagnoses" +
+      std::string(d.cells.size() == 1 ? " single" : "") + "\">";
   for (const auto& c : d.cells) {
     out += std::string("<article class=\"diagnosis") + (c.best ? " best" : "") + "\"><h3>" +
            esc(c.label) + (c.best ? "<span class=\"badge\">best</span>" : "") + "</h3>";

@@ -103,6 +103,8 @@ svg.chart .best-tag { fill: var(--accent); font-size: 10px; letter-spacing: .05e
 }
 .swatch.threshold { height: 0; border-top: 1px dashed var(--idle); border-radius: 0; }
 .diagnoses { display: grid; grid-template-columns: repeat(2, 1fr); gap: 14px; }
+.multiples.single { grid-template-columns: minmax(0, 440px); }
+.diagnoses.single { grid-template-columns: minmax(0, 760px); }
 article.diagnosis { padding: 12px 16px; border: 1px solid var(--line); border-radius: 8px; }
 article.diagnosis.best { border-color: var(--accent); box-shadow: inset 4px 0 0 var(--accent); }
 article.diagnosis h3 { margin: 0 0 2px; font-size: 14.5px; }
