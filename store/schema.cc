@@ -62,7 +62,8 @@ CREATE INDEX jobs_state ON jobs(state);
 CREATE INDEX jobs_sweep_cell ON jobs(sweep_id, cell_index);
 CREATE INDEX jobs_name ON jobs(name);
 CREATE INDEX jobs_created ON jobs(created_at);
--- Covers the spend summaries, so they read this index and never the wide job rows.
+-- Starts with started_at (time ranges) and covers the spend summaries, so they walk this index
+-- in start order and never read the wide job rows.
 CREATE INDEX jobs_spend ON jobs(started_at, gpu_type, gpu_count, rate_per_gpu_hour, ended_at, cost);
 
 CREATE TABLE gpu_claims (

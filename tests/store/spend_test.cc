@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <ctime>
 
 #include "store/store.h"
@@ -110,6 +111,32 @@ TEST_F(StoreSpend, SinceLeavesOutEarlierJobs) {
   EXPECT_EQ(rows[0].jobs, 2);
   for (const auto& r : store_->spend_by_day(today_noon_ - 86400))
     EXPECT_NE(r.key, local_day(earlier_noon_));
+}
+
+TEST(StoreSpendDays, DaysAreLocalNotUtc) {
+  const char* old_tz = std::getenv("TZ");
+  std::string saved = old_tz ? old_tz : "";
+  ::setenv("TZ", "IST-5:30", 1);  // POSIX form: local time is UTC+05:30
+  ::tzset();
+  TempDir dir;
+  auto store = Store::open(dir.db());
+  const double utc_2024_03_10_1800 = 1710093600;  // 23:30 local on the 10th
+  store->insert_job(billed("L4", 1, 1.0, utc_2024_03_10_1800, 0.25));
+  store->insert_job(billed("L4", 1, 1.0, utc_2024_03_10_1800 + 3600, 0.25));  // 00:30 on the 11th
+  store->insert_job(billed("L4", 1, 1.0, utc_2024_03_10_1800 + 7200, 0.25));
+  auto rows = store->spend_by_day(std::nullopt);
+  if (old_tz) {
+    ::setenv("TZ", saved.c_str(), 1);
+  } else {
+    ::unsetenv("TZ");
+  }
+  ::tzset();
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_EQ(rows[0].key, "2024-03-10");
+  EXPECT_EQ(rows[0].jobs, 1);
+  EXPECT_EQ(rows[1].key, "2024-03-11");
+  EXPECT_EQ(rows[1].jobs, 2);
+  EXPECT_NEAR(rows[1].cost, 0.5, 1e-9);
 }
 
 }  // namespace
