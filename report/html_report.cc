@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "core/job.h"
 #include "core/parse.h"
 #include "report/charts.h"
 #include "report/escape.h"
@@ -22,6 +23,13 @@ const char* const kCsp = "default-src 'none'; style-src 'unsafe-inline'; img-src
 const char* const kMissing = "<span class=\"na\">\xE2\x80\x94</span>";  // an em dash
 
 bool is_sweep(const ReportData& d) { return d.kind == ReportKind::kSweep; }
+
+// Final states other than completed read as trouble (failed, timeout, cost-cap, ...); running
+// or waiting cells of a sweep in progress do not.
+bool ended_badly(const std::string& status) {
+  const std::optional<JobState> state = job_state_from_string(status);
+  return state && is_final(*state) && *state != JobState::kCompleted;
+}
 
 size_t completed_cells(const ReportData& d) {
   size_t n = 0;
@@ -133,7 +141,7 @@ std::string comparison(const ReportData& d) {
     if (params.empty()) out += "<td>" + esc(c.label) + badge + "</td>";
     for (size_t i = 0; i < params.size(); ++i)
       out += "<td>" + esc(param_value(c, params[i])) + (i == 0 ? badge : "") + "</td>";
-    out += std::string("<td") + (c.status == "completed" ? "" : " class=\"status-bad\"") + ">" +
+    out += std::string("<td") + (ended_badly(c.status) ? " class=\"status-bad\"" : "") + ">" +
            esc(c.status) + "</td>";
     out += "<td class=\"num\">" + esc(format_seconds(c.wall_s)) + "</td>";
     out += "<td class=\"num\">" + esc(format_usd(c.cost_usd)) + "</td>";

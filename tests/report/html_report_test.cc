@@ -155,6 +155,7 @@ TEST(HtmlReport, CellWithoutAValueHasNoBarAndIsNamedUnderTheChart) {
   data.cells[1].throughput.reset();
   data.cells[1].usd_per_million.reset();
   data.cells[2].util.clear();
+  data.cells[3].status = "running";  // a sweep still in progress: not marked as trouble
   const Document doc = parse_html(render_html(data));
   EXPECT_EQ(doc.find_in(chart(doc, "data-chart", "throughput"), "rect", "bar").size(), 4u);
   EXPECT_EQ(doc.find_in(chart(doc, "data-chart", "usd-per-million"), "rect", "bar").size(), 4u);
