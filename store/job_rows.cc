@@ -146,6 +146,7 @@ JobRecord read_job(Db& db, const Stmt& s) {
   return j;
 }
 
+// Column 0 is id; column i + 1 is kColumns[i].
 static void read_job_columns(Db& db, const Stmt& s, JobRecord& j) {
   auto json = [&](int col, const char* name) {
     return parse_json_column(db, s.text(col), "jobs", j.id, name);
