@@ -1,0 +1,197 @@
+#include "backend/local/process_tree.h"
+
+#include <poll.h>
+#include <signal.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <map>
+#include <mutex>
+#include <unordered_map>
+
+#include "core/helper_children.h"
+
+namespace nodus::backend::local {
+namespace {
+
+std::mutex registry_mu;
+std::map<pid_t, TreeRoot>& registry() {
+  static std::map<pid_t, TreeRoot> trees;
+  return trees;
+}
+
+TreeRoot root_of(pid_t main_pid) {
+  std::lock_guard lock(registry_mu);
+  auto it = registry().find(main_pid);
+  return it == registry().end() ? TreeRoot{main_pid, "", false} : it->second;
+}
+
+bool contains(const std::vector<pid_t>& v, pid_t p) {
+  return std::find(v.begin(), v.end(), p) != v.end();
+}
+
+int pidfd_open(pid_t pid) { return static_cast<int>(::syscall(SYS_pidfd_open, pid, 0)); }
+
+}  // namespace
+
+std::string new_tree_token() {
+  static std::atomic<unsigned> counter{0};
+  return std::to_string(::getpid()) + "." + std::to_string(++counter);
+}
+
+void register_tree(pid_t main_pid, const std::string& token) {
+  std::lock_guard lock(registry_mu);
+  registry()[main_pid] = TreeRoot{main_pid, token, false};
+}
+
+void mark_main_reaped(pid_t main_pid) {
+  std::lock_guard lock(registry_mu);
+  auto it = registry().find(main_pid);
+  if (it != registry().end()) it->second.main_reaped = true;
+}
+
+void unregister_tree(pid_t main_pid) {
+  std::lock_guard lock(registry_mu);
+  registry().erase(main_pid);
+}
+
+TreeContext live_context() {
+  TreeContext ctx;
+  ctx.self_pid = ::getpid();
+  ctx.self_session = ::getsid(0);
+  {
+    std::lock_guard lock(registry_mu);
+    for (const auto& [pid, root] : registry()) ctx.job_mains.push_back(pid);
+  }
+  ctx.is_helper = [](pid_t pid) { return is_helper_child(pid); };
+  ctx.read_token = [](pid_t pid) { return read_proc_env(pid, kTreeTokenEnv); };
+  return ctx;
+}
+
+std::vector<ProcStat> select_tree(const std::vector<ProcStat>& procs, const TreeRoot& root,
+                                  const TreeContext& ctx) {
+  const pid_t main_pid = root.main_pid;
+  std::unordered_multimap<pid_t, size_t> children;  // ppid -> index in procs
+  for (size_t i = 0; i < procs.size(); ++i) children.emplace(procs[i].ppid, i);
+
+  std::vector<bool> member(procs.size(), false);
+  // Descendants of the main process (and the main process itself).
+  std::vector<pid_t> frontier;
+  if (!root.main_reaped) {
+    frontier.push_back(main_pid);
+    for (size_t i = 0; i < procs.size(); ++i)
+      if (procs[i].pid == main_pid) member[i] = true;
+  }
+  while (!frontier.empty()) {
+    pid_t parent = frontier.back();
+    frontier.pop_back();
+    auto [begin, end] = children.equal_range(parent);
+    for (auto it = begin; it != end; ++it) {
+      if (member[it->second] || procs[it->second].pid == ctx.self_pid) continue;
+      member[it->second] = true;
+      frontier.push_back(procs[it->second].pid);
+    }
+  }
+  const bool sole_job =
+      ctx.job_mains.empty() || (ctx.job_mains.size() == 1 && ctx.job_mains[0] == main_pid);
+  for (size_t i = 0; i < procs.size(); ++i) {
+    const ProcStat& p = procs[i];
+    if (member[i] || p.pid == ctx.self_pid) continue;
+    if (p.pgrp == main_pid || p.session == main_pid) {
+      member[i] = true;
+      continue;
+    }
+    const bool orphan = p.ppid == ctx.self_pid && p.session != ctx.self_session &&
+                        !contains(ctx.job_mains, p.pid) && !ctx.is_helper(p.pid);
+    if (!orphan) continue;
+    if (p.zombie()) {
+      // A zombie's environment cannot be read; reaping it harms no one (it is nobody's but
+      // ours to wait for: not a helper, not a job's main process).
+      member[i] = true;
+      continue;
+    }
+    auto t = ctx.read_token(p.pid);
+    member[i] = t ? (!root.token.empty() && *t == root.token) : sole_job;
+  }
+  std::vector<ProcStat> out;
+  for (size_t i = 0; i < procs.size(); ++i)
+    if (member[i]) out.push_back(procs[i]);
+  return out;
+}
+
+std::vector<ProcStat> job_tree(pid_t main_pid) {
+  return select_tree(scan_processes(), root_of(main_pid), live_context());
+}
+
+int signal_tree(pid_t main_pid, int sig) {
+  int count = 0;
+  ::kill(-main_pid, sig);
+  for (const ProcStat& p : job_tree(main_pid))
+    if (!p.zombie() && ::kill(p.pid, sig) == 0) ++count;
+  return count;
+}
+
+std::optional<int> reap_if_zombie(pid_t pid) {
+  int status = 0;
+  pid_t r;
+  do {
+    r = ::waitpid(pid, &status, WNOHANG);
+  } while (r < 0 && errno == EINTR);
+  if (r == pid) return status;
+  return std::nullopt;
+}
+
+Result<void> kill_tree(pid_t main_pid, std::chrono::milliseconds limit,
+                       const std::function<void(pid_t, int)>& on_reaped) {
+  using Clock = std::chrono::steady_clock;
+  const auto deadline = Clock::now() + limit;
+  const pid_t self = ::getpid();
+  for (;;) {
+    std::vector<ProcStat> left;
+    for (const ProcStat& p : job_tree(main_pid)) {
+      if (p.ppid == self) {
+        if (auto status = reap_if_zombie(p.pid)) {
+          if (p.pid == main_pid) mark_main_reaped(main_pid);
+          if (on_reaped) on_reaped(p.pid, *status);
+          continue;
+        }
+      }
+      left.push_back(p);
+    }
+    if (left.empty()) return {};
+
+    ::kill(-main_pid, SIGKILL);
+    for (const ProcStat& p : left)
+      if (!p.zombie()) ::kill(p.pid, SIGKILL);
+
+    const auto now = Clock::now();
+    if (now >= deadline) {
+      std::string names;
+      for (const ProcStat& p : left) {
+        if (!names.empty()) names += ", ";
+        names += std::to_string(p.pid) + " (" + p.comm + ", state " + p.state + ")";
+      }
+      return Error::retryable("processes of job " + std::to_string(main_pid) + " still exist " +
+                              std::to_string(limit.count()) + " ms after SIGKILL: " + names);
+    }
+    // Wait for the first of them to exit; a pidfd of a process that is already gone or a
+    // zombie is readable at once, so rounds follow exits, not a fixed tick.
+    std::vector<pollfd> fds;
+    for (const ProcStat& p : left) {
+      if (p.zombie() || fds.size() >= 256) continue;
+      int fd = pidfd_open(p.pid);
+      if (fd >= 0) fds.push_back({fd, POLLIN, 0});
+    }
+    auto wait = std::min<Clock::duration>(deadline - now, std::chrono::milliseconds(20));
+    if (fds.empty()) wait = std::min<Clock::duration>(wait, std::chrono::milliseconds(1));
+    const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(wait).count();
+    timespec ts{static_cast<time_t>(ns / 1'000'000'000), static_cast<long>(ns % 1'000'000'000)};
+    ::ppoll(fds.data(), fds.size(), &ts, nullptr);
+    for (const pollfd& f : fds) ::close(f.fd);
+  }
+}
+
+}  // namespace nodus::backend::local
