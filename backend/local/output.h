@@ -1,0 +1,65 @@
+#pragma once
+// A job's output, as it arrives on its stdout and stderr pipes: appended to the job's log
+// (both streams interleaved in arrival order), copied to nodus's own stdout/stderr when the run
+// is attached, and split into lines for --metric-regex.
+
+#include <chrono>
+#include <cstddef>
+#include <functional>
+#include <string>
+#include <string_view>
+
+namespace nodus::backend::local {
+
+using LineFn = std::function<void(std::string_view line)>;
+
+// Splits a byte stream into lines. A partial last line is kept until its newline arrives or
+// finish() is called. A line longer than max_line bytes is delivered in pieces of max_line
+// bytes, so a job printing without newlines cannot grow nodus's memory.
+class LineSplitter {
+ public:
+  static constexpr size_t kDefaultMaxLine = 64 * 1024;
+  explicit LineSplitter(size_t max_line = kDefaultMaxLine) : max_line_(max_line) {}
+  void feed(std::string_view data, const LineFn& on_line);
+  void finish(const LineFn& on_line);
+
+ private:
+  std::string partial_;
+  size_t max_line_;
+};
+
+class OutputPump {
+ public:
+  enum Stream { kStdout = 0, kStderr = 1 };
+
+  // Takes ownership of the pipes' read ends (made non-blocking here) and of log_fd (-1: no log).
+  OutputPump(int stdout_fd, int stderr_fd, int log_fd, bool attach, LineFn on_line);
+  ~OutputPump();
+  OutputPump(const OutputPump&) = delete;
+  OutputPump& operator=(const OutputPump&) = delete;
+
+  // The pipe's descriptor to poll, -1 once it reached end of file or was closed.
+  int fd(Stream s) const { return fds_[s]; }
+
+  // Reads what the pipe holds now, without blocking (at most ~256 KiB per call, so the caller
+  // gets back to its deadline). Closes the pipe at end of file.
+  void read_available(Stream s);
+
+  // After the main process exited: reads what is left in both pipes without waiting for more
+  // (descendants may hold them open), at most max_bytes or until `until`; then delivers
+  // partial lines and closes the pipes.
+  void drain_and_close(std::chrono::steady_clock::time_point until, size_t max_bytes);
+
+ private:
+  // Returns bytes read, 0 at end of file (pipe closed), -1 when nothing is available now.
+  long read_once(Stream s);
+  void close_pipe(Stream s);
+
+  int fds_[2];
+  int log_fd_;
+  bool attach_;
+  LineFn on_line_;
+  LineSplitter lines_[2];
+};
+
+}  // namespace nodus::backend::local
