@@ -1,0 +1,246 @@
+#include "backend/local/local_backend.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <map>
+#include <mutex>
+
+#include "backend/local/container.h"
+#include "backend/local/gpu_holders.h"
+#include "backend/local/launch.h"
+#include "backend/local/output.h"
+#include "backend/local/process_tree.h"
+
+namespace nodus::backend {
+namespace {
+
+using namespace local;  // NOLINT: this file is the local backend
+using Clock = std::chrono::steady_clock;
+
+constexpr auto kEngineProbeTimeout = std::chrono::seconds(5);
+constexpr auto kKillLimit = std::chrono::seconds(60);
+// What is left in the pipes when the main process exits is read without waiting for more:
+// descendants may keep them open and keep writing.
+constexpr auto kDrainTime = std::chrono::milliseconds(200);
+constexpr size_t kDrainBytes = 16u << 20;
+
+struct LocalJob {
+  pid_t pid = -1;
+  int pidfd = -1;
+  double started_at = 0;
+  std::unique_ptr<OutputPump> output;
+  std::optional<Outcome> outcome;  // set once the main process is reaped
+  bool finished = false;           // kill() found nothing of the tree left
+  std::optional<ContainerEngine> engine;
+  std::string container_name;
+  std::vector<std::string> env;
+
+  ~LocalJob() {
+    if (pidfd >= 0) ::close(pidfd);
+  }
+};
+
+timespec until(SteadyTime deadline) {
+  auto left = std::max(deadline - Clock::now(), Clock::duration::zero());
+  auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(left).count();
+  return {static_cast<time_t>(ns / 1'000'000'000), static_cast<long>(ns % 1'000'000'000)};
+}
+
+class LocalBackend final : public Backend {
+ public:
+  LocalBackend() {
+    // Orphaned descendants of jobs reparent to us instead of init: kill_tree can find them.
+    ::prctl(PR_SET_CHILD_SUBREAPER, 1);
+  }
+
+  ~LocalBackend() override {
+    for (auto& [pid, job] : jobs_) {
+      if (job->finished) continue;
+      (void)kill_tree(pid, std::chrono::seconds(10), {});
+      unregister_tree(pid);
+    }
+  }
+
+  std::string_view name() const override { return "local"; }
+
+  Result<void> submit(JobRecord& job, const LaunchSpec& spec) override;
+  Result<Event> wait(JobRecord& job, SteadyTime deadline, int wake_fd) override;
+  Result<void> signal(JobRecord& job, int sig) override;
+  Result<void> kill(JobRecord& job) override;
+
+ private:
+  Result<LocalJob*> find(const JobRecord& job);
+  void record_exit(LocalJob& j, int status);
+
+  std::mutex mu_;  // guards jobs_ (the map); each job is used by one thread at a time
+  std::map<pid_t, std::unique_ptr<LocalJob>> jobs_;
+};
+
+Result<void> LocalBackend::submit(JobRecord& job, const LaunchSpec& spec) {
+  if (job.argv.empty()) return Error::permanent("empty command: nothing to run", 125);
+  auto j = std::make_unique<LocalJob>();
+  const std::string token = new_tree_token();
+  auto overrides = spec.env;
+  overrides[kTreeTokenEnv] = token;
+  std::vector<std::string> env = merged_environment(overrides);
+  std::vector<std::string> argv = job.argv;
+
+  if (!job.image.empty()) {
+    auto engine = find_container_engine(job.image, env, kEngineProbeTimeout);
+    if (!engine.ok()) return engine.error();
+    std::error_code ec;
+    std::filesystem::path dir = job.workdir.empty() ? std::filesystem::current_path(ec)
+                                                    : std::filesystem::absolute(job.workdir, ec);
+    if (ec) return Error::permanent("--image " + job.image + ": workdir: " + ec.message(), 125);
+    j->container_name = "nodus-" + token;
+    argv = container_run_argv(*engine, j->container_name, job, spec.env,
+                              dir.lexically_normal().string());
+    j->engine = *engine;
+    j->env = env;
+  }
+
+  int log_fd = -1;
+  if (!spec.log_path.empty()) {
+    log_fd = ::open(spec.log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+    if (log_fd < 0)
+      return Error::permanent("cannot open log '" + spec.log_path + "': " + std::strerror(errno),
+                              125);
+  }
+  int out[2] = {-1, -1}, err[2] = {-1, -1};
+  if (::pipe2(out, O_CLOEXEC) != 0 || ::pipe2(err, O_CLOEXEC) != 0) {
+    const int e = errno;
+    for (int fd : {out[0], out[1], err[0], err[1], log_fd})
+      if (fd >= 0) ::close(fd);
+    return Error::permanent(std::string("cannot create output pipes: ") + std::strerror(e), 125);
+  }
+  auto launched = launch({argv, env, job.workdir, out[1], err[1]});
+  ::close(out[1]);
+  ::close(err[1]);
+  if (!launched.ok()) {
+    for (int fd : {out[0], err[0], log_fd})
+      if (fd >= 0) ::close(fd);
+    return launched.error();
+  }
+  register_tree(launched->pid, token);
+  j->pid = launched->pid;
+  j->pidfd = launched->pidfd;
+  j->started_at = launched->started_at;
+  j->output = std::make_unique<OutputPump>(out[0], err[0], log_fd, spec.attach, spec.on_line);
+  job.backend_id = std::to_string(j->pid);
+  job.started_at = j->started_at;
+  std::lock_guard lock(mu_);
+  jobs_[j->pid] = std::move(j);
+  return {};
+}
+
+Result<LocalJob*> LocalBackend::find(const JobRecord& job) {
+  std::lock_guard lock(mu_);
+  try {
+    auto it = jobs_.find(static_cast<pid_t>(std::stol(job.backend_id)));
+    if (it != jobs_.end()) return it->second.get();
+  } catch (const std::exception&) {
+  }
+  return Error::permanent("job " + std::to_string(job.id) + " (backend id '" + job.backend_id +
+                              "') was not started by this nodus process",
+                          125);
+}
+
+void LocalBackend::record_exit(LocalJob& j, int status) {
+  Outcome o;
+  if (WIFSIGNALED(status)) {
+    o.signal = WTERMSIG(status);
+    o.exit_code = 128 + *o.signal;
+  } else {
+    o.exit_code = WEXITSTATUS(status);
+  }
+  o.started_at = j.started_at;
+  o.ended_at = unix_now();
+  j.outcome = o;
+  mark_main_reaped(j.pid);
+  j.output->drain_and_close(Clock::now() + kDrainTime, kDrainBytes);
+  if (j.pidfd >= 0) ::close(j.pidfd);
+  j.pidfd = -1;
+}
+
+Result<Event> LocalBackend::wait(JobRecord& job, SteadyTime deadline, int wake_fd) {
+  auto found = find(job);
+  if (!found.ok()) return found.error();
+  LocalJob& j = **found;
+  for (;;) {
+    if (j.outcome) {
+      Event e;
+      e.kind = Event::Kind::kExited;
+      e.started_at = j.started_at;
+      e.outcome = *j.outcome;
+      return e;
+    }
+    pollfd fds[4] = {{j.pidfd, POLLIN, 0},
+                     {j.output->fd(OutputPump::kStdout), POLLIN, 0},
+                     {j.output->fd(OutputPump::kStderr), POLLIN, 0},
+                     {wake_fd, POLLIN, 0}};
+    timespec ts = until(deadline);
+    if (::ppoll(fds, 4, &ts, nullptr) < 0) {
+      if (errno == EINTR) continue;
+      return Error::permanent(std::string("waiting for job: ppoll: ") + std::strerror(errno));
+    }
+    if (fds[1].revents != 0) j.output->read_available(OutputPump::kStdout);
+    if (fds[2].revents != 0) j.output->read_available(OutputPump::kStderr);
+    if (fds[0].revents != 0) {
+      int status = 0;
+      pid_t r;
+      do {
+        r = ::waitpid(j.pid, &status, WNOHANG);
+      } while (r < 0 && errno == EINTR);
+      if (r == j.pid) {
+        record_exit(j, status);
+        continue;
+      }
+      if (r < 0)
+        return Error::permanent("lost the exit status of job process " + std::to_string(j.pid) +
+                                ": " + std::strerror(errno) + " (is SIGCHLD ignored?)");
+    }
+    if (fds[3].revents != 0) return Event{Event::Kind::kWoken, j.started_at, {}};
+    if (Clock::now() >= deadline) return Event{Event::Kind::kDeadline, j.started_at, {}};
+  }
+}
+
+Result<void> LocalBackend::signal(JobRecord& job, int sig) {
+  auto found = find(job);
+  if (!found.ok()) return found.error();
+  if (!(*found)->finished) signal_tree((*found)->pid, sig);
+  return {};
+}
+
+Result<void> LocalBackend::kill(JobRecord& job) {
+  if (job.backend_id.empty()) return {};  // never started: nothing to kill
+  auto found = find(job);
+  if (!found.ok()) return found.error();
+  LocalJob& j = **found;
+  if (j.finished) return {};
+  if (j.engine) kill_container(*j.engine, j.container_name, j.env);
+  if (j.outcome && (job.gpu_count > 0 || !job.gpu_indices.empty())) {
+    // The main process is gone; whatever of its tree still holds a GPU is a leftover.
+    std::string line = kill_gpu_holders(j.pid);
+    job.note = job.note.empty() ? line : job.note + "; " + line;
+  }
+  auto killed = kill_tree(j.pid, kKillLimit, [&](pid_t pid, int status) {
+    if (pid == j.pid && !j.outcome) record_exit(j, status);
+  });
+  if (!killed.ok()) return killed;
+  j.finished = true;
+  unregister_tree(j.pid);
+  return {};
+}
+
+}  // namespace
+
+std::unique_ptr<Backend> make_local_backend() { return std::make_unique<LocalBackend>(); }
+
+}  // namespace nodus::backend
