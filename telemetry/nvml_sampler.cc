@@ -5,6 +5,8 @@
 
 #include <algorithm>
 #include <map>
+#include <utility>
+#include <vector>
 
 #include "core/job.h"
 #include "telemetry/gpu_sampler.h"
@@ -37,9 +39,8 @@ struct nvmlSample_t {
 
 constexpr nvmlReturn_t kSuccess = 0;
 constexpr int kClockSm = 1;         // NVML_CLOCK_SM
-constexpr int kPcieTxBytes = 0;     // NVML_PCIE_UTIL_TX_BYTES
-constexpr int kPcieRxBytes = 1;     // NVML_PCIE_UTIL_RX_BYTES
 constexpr int kGpuUtilSamples = 1;  // NVML_GPU_UTILIZATION_SAMPLES
+constexpr int kMemUtilSamples = 2;  // NVML_MEMORY_UTILIZATION_SAMPLES
 enum ValueType { kDouble = 0, kUInt = 1, kULong = 2, kULongLong = 3, kSLongLong = 4 };
 
 struct NvmlApi {
@@ -53,7 +54,6 @@ struct NvmlApi {
   nvmlReturn_t (*memory)(nvmlDevice_t, nvmlMemory_t*);
   nvmlReturn_t (*power)(nvmlDevice_t, unsigned int*);
   nvmlReturn_t (*clock)(nvmlDevice_t, int, unsigned int*);
-  nvmlReturn_t (*pcie)(nvmlDevice_t, int, unsigned int*);
 };
 
 template <typename Fn>
@@ -95,41 +95,49 @@ class NvmlSampler : public GpuSampler {
       GpuSample s;
       s.t = now;
       s.gpu_index = index;
-      nvmlUtilization_t rates{};
-      bool have_rates = api_.utilization(dev, &rates) == kSuccess;
-      if (auto mean = interval_mean_util(index, dev)) {
-        s.util_gpu = *mean;
-      } else if (have_rates) {
-        s.util_gpu = rates.gpu;
-      } else {
-        continue;  // no utilization, no sample: never a made-up 0
+      auto util = interval_mean(index, dev, kGpuUtilSamples);
+      s.util_mem = interval_mean(index, dev, kMemUtilSamples);
+      if (!util || !s.util_mem) {
+        // No driver samples (none new, or unsupported): the instantaneous rates instead.
+        nvmlUtilization_t rates{};
+        if (api_.utilization(dev, &rates) == kSuccess) {
+          if (!util) util = rates.gpu;
+          if (!s.util_mem) s.util_mem = rates.memory;
+        }
       }
-      if (have_rates) s.util_mem = rates.memory;
+      if (!util) continue;  // no utilization, no sample: never a made-up 0
+      s.util_gpu = *util;
       nvmlMemory_t mem{};
       if (api_.memory(dev, &mem) == kSuccess) s.mem_used_mib = mem.used / (1024.0 * 1024.0);
       unsigned int value = 0;
       if (api_.power(dev, &value) == kSuccess) s.power_w = value / 1000.0;  // milliwatts
       if (api_.clock(dev, kClockSm, &value) == kSuccess) s.sm_clock_mhz = value;
-      if (api_.pcie(dev, kPcieRxBytes, &value) == kSuccess) s.pcie_rx_kbs = value;
-      if (api_.pcie(dev, kPcieTxBytes, &value) == kSuccess) s.pcie_tx_kbs = value;
+      // pcie_rx_kbs / pcie_tx_kbs stay empty. Measured on an H200 (driver of 2026-11):
+      // nvmlDeviceGetPcieThroughput blocks 21 ms per direction per GPU (it counts over a 20 ms
+      // window), 42 ms of every poll per GPU; the non-blocking byte counters
+      // (NVML_FI_DEV_PCIE_COUNT_RX/TX_BYTES via nvmlDeviceGetFieldValues) are 32-bit and wrap
+      // about 14 times a second during a 58 GB/s host-to-device copy, so a rate per interval
+      // cannot be recovered from them.
       out.push_back(s);
     }
     return out;
   }
 
  private:
-  // The mean of the driver's own utilization samples (one every 1/6 s to 1 s) taken since the
-  // previous poll: a single reading is too coarse to judge from (CONTEXT: 0, 3, 27, 0 ... for a
-  // GPU busy 10% of the time). The first poll of a GPU takes the last interval's worth.
-  std::optional<double> interval_mean_util(int index, nvmlDevice_t dev) {
-    auto it = last_seen_us_.find(index);
+  // The mean of the driver's own utilization samples (one every 1/6 s to 1 s; every 200 ms on
+  // an H200) taken since the previous poll: a single reading is too coarse to judge from
+  // (0, 3, 27, 0 ... for a GPU busy 10% of the time). The first poll of a GPU takes the last
+  // interval's worth of the driver's buffer.
+  std::optional<double> interval_mean(int index, nvmlDevice_t dev, int sampling) {
+    auto key = std::make_pair(index, sampling);
+    auto it = last_seen_us_.find(key);
     unsigned long long last = it == last_seen_us_.end() ? 0 : it->second;
     int type = kUInt;
     unsigned int count = 0;
-    if (api_.samples(dev, kGpuUtilSamples, last, &type, &count, nullptr) != kSuccess || count == 0)
+    if (api_.samples(dev, sampling, last, &type, &count, nullptr) != kSuccess || count == 0)
       return std::nullopt;
     std::vector<nvmlSample_t> buf(count);
-    if (api_.samples(dev, kGpuUtilSamples, last, &type, &count, buf.data()) != kSuccess)
+    if (api_.samples(dev, sampling, last, &type, &count, buf.data()) != kSuccess)
       return std::nullopt;
     buf.resize(std::min<size_t>(count, buf.size()));
     unsigned long long newest = last;
@@ -143,14 +151,14 @@ class NvmlSampler : public GpuSampler {
       sum += sample_value(type, s.sampleValue);
       ++n;
     }
-    last_seen_us_[index] = newest;
+    last_seen_us_[key] = newest;
     if (n == 0) return std::nullopt;
     return sum / n;
   }
 
   NvmlApi api_;
   unsigned long long interval_us_;
-  std::map<int, unsigned long long> last_seen_us_;
+  std::map<std::pair<int, int>, unsigned long long> last_seen_us_;  // (GPU, sampling type)
 };
 
 }  // namespace
@@ -172,8 +180,7 @@ std::unique_ptr<GpuSampler> make_nvml_sampler(int interval_ms, std::string* erro
         bind(lib, "nvmlDeviceGetSamples", &api.samples, &missing) &&
         bind(lib, "nvmlDeviceGetMemoryInfo", &api.memory, &missing) &&
         bind(lib, "nvmlDeviceGetPowerUsage", &api.power, &missing) &&
-        bind(lib, "nvmlDeviceGetClockInfo", &api.clock, &missing) &&
-        bind(lib, "nvmlDeviceGetPcieThroughput", &api.pcie, &missing))) {
+        bind(lib, "nvmlDeviceGetClockInfo", &api.clock, &missing))) {
     *error = "libnvidia-ml.so.1 lacks " + missing;
     return nullptr;
   }
