@@ -10,6 +10,7 @@
 #include "telemetry/util_policy.h"
 #include "telemetry/util_series.h"
 #include "core/parse.h"
+#include "sweep/metric_regex.h"
 #include "sweep/metrics.h"
 
 namespace nodus::engine {
@@ -27,7 +28,7 @@ struct JobObserver::Impl {
   std::unique_ptr<telemetry::HostSampler> host;
   std::optional<telemetry::UtilPolicy> policy;
   std::optional<std::string> low_util;
-  std::unique_ptr<sweep::MetricsReader> metrics;
+  std::unique_ptr<sweep::MetricsFileReader> metrics;
   std::vector<sweep::MetricRegex> regexes;
   std::vector<GpuSample> gpu_buffer;
   std::vector<HostSample> host_buffer;
@@ -35,10 +36,8 @@ struct JobObserver::Impl {
   double last_flush = 0;
 
   Impl(store::Store& s, const SuperviseOptions& o, bool a) : store(s), options(o), attach(a) {
-    for (const auto& spec : o.metric_regexes) {
-      auto parsed = sweep::parse_metric_regex(spec);
-      if (parsed) regexes.push_back(std::move(*parsed));
-    }
+    // Checked by the CLI before the job was created; a spec that no longer parses is dropped.
+    if (auto parsed = sweep::parse_metric_regexes(o.metric_regexes)) regexes = std::move(*parsed);
   }
 
   void flush() {
@@ -52,9 +51,9 @@ struct JobObserver::Impl {
     last_flush = unix_now();
   }
 
-  void read_metrics() {
+  void read_metrics(bool last) {
     if (!metrics) return;
-    auto points = metrics->read_new(unix_now());
+    auto points = last ? metrics->finish(unix_now()) : metrics->poll(unix_now());
     metric_buffer.insert(metric_buffer.end(), points.begin(), points.end());
   }
 };
@@ -68,7 +67,7 @@ void JobObserver::on_started(const JobRecord& job) {
   Impl& m = *impl_;
   m.job_id = job.id;
   m.last_flush = unix_now();
-  if (!job.metrics_path.empty()) m.metrics = std::make_unique<sweep::MetricsReader>(job.metrics_path);
+  if (!job.metrics_path.empty()) m.metrics = std::make_unique<sweep::MetricsFileReader>(job.metrics_path);
   if (job.backend != "local") return;
   if (job.gpu_count > 0) {
     m.gpu = telemetry::make_gpu_sampler(static_cast<int>(m.options.sample_interval.count()), &m.gpu_note);
@@ -82,9 +81,8 @@ void JobObserver::on_started(const JobRecord& job) {
 void JobObserver::on_line(std::string_view line) {
   Impl& m = *impl_;
   if (m.regexes.empty()) return;
-  double now = unix_now();
-  for (const auto& re : m.regexes)
-    if (auto v = sweep::extract_metric(re, line)) m.metric_buffer.push_back({now, re.name, *v});
+  auto points = sweep::extract_metrics(m.regexes, line, unix_now());
+  m.metric_buffer.insert(m.metric_buffer.end(), points.begin(), points.end());
 }
 
 void JobObserver::tick(const JobRecord& job) {
@@ -98,7 +96,7 @@ void JobObserver::tick(const JobRecord& job) {
     m.gpu_buffer.insert(m.gpu_buffer.end(), samples.begin(), samples.end());
   }
   if (m.host) m.host_buffer.push_back(m.host->sample());
-  m.read_metrics();
+  m.read_metrics(false);
   if (unix_now() - m.last_flush >= kFlushEvery) m.flush();
 }
 
@@ -107,7 +105,7 @@ std::optional<std::string> JobObserver::low_util_reason() const { return impl_->
 std::string JobObserver::finish(const JobRecord& job) {
   Impl& m = *impl_;
   m.job_id = job.id;
-  m.read_metrics();
+  m.read_metrics(true);
   m.flush();
 
   telemetry::SummaryInput in;
@@ -118,13 +116,14 @@ std::string JobObserver::finish(const JobRecord& job) {
   in.wall_s = job.started_at && job.ended_at ? *job.ended_at - *job.started_at : 0;
   telemetry::Summary summary = telemetry::summarize(in);
   nlohmann::json stats = summary;
-  auto throughput = sweep::throughput(in.metrics, m.options.throughput_metric);
+  auto throughput = sweep::steady_mean(in.metrics, m.options.throughput_metric);
   if (throughput) stats["throughput"] = *throughput;
   stats["throughput_metric"] = m.options.throughput_metric;
   if (m.metrics) {
-    auto counts = m.metrics->counts();
-    stats["metrics_malformed"] = counts.malformed;
-    if (!counts.note.empty()) stats["metrics_note"] = counts.note;
+    const auto& counts = m.metrics->stats();
+    stats["metrics_lines"] = counts.lines;
+    std::string problems = sweep::describe(counts);
+    if (!problems.empty()) stats["metrics_note"] = problems;
   }
   if (m.gpu) stats["gpu_source"] = m.gpu->source();
   else if (!m.gpu_note.empty()) stats["gpu_note"] = m.gpu_note;

@@ -1,0 +1,168 @@
+// nodus report SWEEP|JOB [-o FILE]: a self-contained HTML page with charts (or --format md, a
+// Markdown summary), for a pull request or a chat.
+
+#include <cstdio>
+#include <fstream>
+
+#include "cli/common.h"
+#include "cli/job_views.h"
+#include "cli/sweep_results.h"
+#include "cli/sweep_views.h"
+#include "core/error.h"
+#include "report/report.h"
+#include "sweep/grid.h"
+#include "sweep/placeholders.h"
+#include "telemetry/util_series.h"
+
+namespace nodus::cli {
+
+JobRecord find_job_or_throw(store::Store& store, const std::string& id);
+
+namespace {
+
+std::vector<report::Diagnosis> diagnosis_of(const nlohmann::json& stats) {
+  std::vector<report::Diagnosis> out;
+  for (const auto& f : stats.value("findings", nlohmann::json::array()))
+    out.push_back({f.value("cause", ""), f.value("fix", ""), f.value("evidence", "")});
+  return out;
+}
+
+std::vector<report::UtilPoint> util_of(store::Store& store, const JobRecord& job) {
+  std::vector<report::UtilPoint> out;
+  double start = job.started_at.value_or(0);
+  for (const auto& p : telemetry::util_series(store.gpu_samples(job.id))) out.push_back({p.t - start, p.util});
+  return out;
+}
+
+report::Cell cell_of(store::Store& store, const JobRecord& job, const sweep::CellResult& r) {
+  report::Cell c;
+  for (const auto& p : r.params) c.params.emplace_back(p.name, p.value);
+  c.label = r.params.empty() ? "job " + std::to_string(job.id) : sweep::cell_label(r.params);
+  c.status = r.state;
+  c.wall_s = r.wall_s;
+  c.cost_usd = r.cost;
+  c.throughput = r.throughput;
+  c.usd_per_million = sweep::usd_per_million_samples(r);
+  c.data_wait = r.data_wait;
+  c.util_mean = r.util_mean;
+  c.idle_usd = r.idle_usd;
+  if (r.verdict) c.verdict = *r.verdict;
+  if (auto stats = store.stats(job.id)) c.diagnosis = diagnosis_of(stats->values);
+  c.util = util_of(store, job);
+  return c;
+}
+
+report::ReportData sweep_report(store::Store& store, const store::SweepRecord& sweep) {
+  SweepResults results = load_sweep_results(store, sweep);
+  report::ReportData d;
+  d.title = "Sweep " + sweep_label(sweep);
+  d.kind = report::ReportKind::kSweep;
+  d.command = sweep.argv;
+  d.created_at = sweep.created_at;
+  d.backend = sweep.backend;
+  if (auto grid = sweep::parse_grid(sweep.definition.value("params", std::vector<std::string>{})))
+    for (const auto& a : grid->axes) d.grid.push_back({a.name, a.values});
+  auto best = sweep::best_cell(results.cells);
+  double first = 0, last = 0;
+  for (size_t i = 0; i < results.cells.size(); ++i) {
+    const auto& r = results.cells[i];
+    if (!results.jobs[i]) {
+      report::Cell c;
+      for (const auto& p : r.params) c.params.emplace_back(p.name, p.value);
+      c.label = sweep::cell_label(r.params);
+      c.status = r.state;
+      d.cells.push_back(c);
+      continue;
+    }
+    const JobRecord& job = *results.jobs[i];
+    if (d.gpu_type.empty() && job.gpu_count) {
+      d.gpu_type = job.gpu_type;
+      d.gpu_count = job.gpu_count;
+      d.rate_per_gpu_hour = job.rate_per_gpu_hour;
+    }
+    report::Cell c = cell_of(store, job, r);
+    c.best = best && *best == i;
+    if (job.started_at && (first == 0 || *job.started_at < first)) first = *job.started_at;
+    if (job.ended_at && *job.ended_at > last) last = *job.ended_at;
+    d.totals.cost_usd += c.cost_usd;
+    if (c.idle_usd) d.totals.idle_usd = d.totals.idle_usd.value_or(0) + *c.idle_usd;
+    if (auto stats = store.stats(job.id))
+      d.throughput_unit = stats->values.value("throughput_metric", std::string("samples_per_sec")) == "samples_per_sec"
+                              ? "samples/s" : stats->values.value("throughput_metric", std::string());
+    d.cells.push_back(std::move(c));
+  }
+  d.totals.wall_s = last > first ? last - first : 0;
+  d.summary = sweep::summary_sentence(results.cells);
+  return d;
+}
+
+report::ReportData job_report(store::Store& store, const JobRecord& job) {
+  report::ReportData d;
+  d.title = "Job " + std::to_string(job.id) + (job.name.empty() ? "" : " (" + job.name + ")");
+  d.kind = report::ReportKind::kJob;
+  d.command = job.argv;
+  d.created_at = job.created_at;
+  d.backend = job.backend;
+  d.gpu_type = job.gpu_type;
+  d.gpu_count = std::max(1, job.gpu_count);
+  d.rate_per_gpu_hour = job.rate_per_gpu_hour;
+  sweep::CellResult r;
+  r.state = std::string(to_string(job.state));
+  r.wall_s = wall_seconds(job);
+  r.cost = job.cost;
+  if (auto stats = store.stats(job.id)) {
+    const auto& v = stats->values;
+    if (v.contains("throughput")) r.throughput = v["throughput"].get<double>();
+    if (v.contains("data_wait_share")) r.data_wait = v["data_wait_share"].get<double>();
+    if (v.contains("util_mean")) r.util_mean = v["util_mean"].get<double>();
+    if (v.contains("idle_usd")) r.idle_usd = v["idle_usd"].get<double>();
+    if (v.contains("verdict")) r.verdict = v["verdict"].get<std::string>();
+  }
+  report::Cell c = cell_of(store, job, r);
+  d.totals.cost_usd = job.cost;
+  d.totals.wall_s = r.wall_s;
+  d.totals.idle_usd = r.idle_usd;
+  d.cells.push_back(std::move(c));
+  return d;
+}
+
+struct ReportCommand {
+  std::string id;
+  std::string output;
+  std::string format = "html";
+
+  int operator()() const {
+    if (format != "html" && format != "md")
+      throw Fatal("--format: invalid value '" + format + "': expected html or md");
+    auto store = open_store();
+    report::ReportData data;
+    bool sweep_id = !id.empty() && id[0] == 's' && id.find_first_not_of("0123456789", 1) == std::string::npos;
+    std::optional<JobRecord> job;
+    if (!sweep_id) job = store->find_job(id);
+    if (job) {
+      data = job_report(*store, *job);
+    } else if (auto sweep = store->find_sweep(id)) {
+      data = sweep_report(*store, *sweep);
+    } else {
+      throw Fatal("unknown job or sweep '" + id + "': see nodus ps -a and nodus sweeps");
+    }
+    std::string text = format == "md" ? report::render_markdown(data) : report::render_html(data);
+    if (output.empty() || output == "-") return print(text), 0;
+    std::ofstream out(output, std::ios::binary | std::ios::trunc);
+    if (!out || !(out << text) || !out.flush()) throw Fatal("-o: cannot write '" + output + "'");
+    std::fprintf(stderr, "nodus: wrote %s (%zu bytes)\n", output.c_str(), text.size());
+    return 0;
+  }
+};
+}  // namespace
+
+Command add_report(CLI::App& app) {
+  auto cmd = std::make_shared<ReportCommand>();
+  CLI::App* sub = app.add_subcommand("report", "a self-contained HTML report (or Markdown) of a sweep or a job");
+  sub->add_option("id", cmd->id, "sweep id (s3) or name, or job id or name")->required();
+  sub->add_option("-o,--output", cmd->output, "file to write (default: stdout)");
+  sub->add_option("--format", cmd->format, "html or md")->capture_default_str();
+  return {sub, [cmd] { return (*cmd)(); }};
+}
+
+}  // namespace nodus::cli
