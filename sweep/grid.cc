@@ -32,7 +32,7 @@ bool parse_int(std::string_view s, int64_t* out) {
 // "1..8" (and its stepped forms) is a range; "../data" or "v1..v2" is a literal.
 bool looks_like_range(std::string_view v) {
   auto dots = v.find("..");
-  if (dots == std::string_view::npos || v.find(',') != std::string_view::npos) return false;
+  if (dots == std::string_view::npos) return false;
   std::string_view left = v.substr(0, dots);
   if (!left.empty() && (left.front() == '-' || left.front() == '+')) left.remove_prefix(1);
   return !left.empty() && std::isdigit(static_cast<unsigned char>(left.front()));
@@ -108,21 +108,24 @@ Result<Axis> parse_param(std::string_view spec) {
   std::string_view values = trim(spec.substr(eq + 1));
   if (values.empty()) return bad(spec, "no values; " + std::string(kForms));
 
-  if (looks_like_range(values)) {
-    auto range = parse_range(spec, values);
-    if (!range) return range.error();
-    axis.values = std::move(*range);
-    return axis;
-  }
-  std::set<std::string_view> seen;
+  // Each comma-separated item is a value or a range; the axis is their concatenation.
+  std::set<std::string> seen;
   size_t pos = 0;
   while (true) {
     size_t comma = values.find(',', pos);
-    std::string_view v =
+    std::string_view item =
         trim(values.substr(pos, comma == std::string_view::npos ? comma : comma - pos));
-    if (v.empty()) return bad(spec, "empty value in the list; " + std::string(kForms));
-    if (!seen.insert(v).second) return bad(spec, "value '" + std::string(v) + "' appears twice");
-    axis.values.emplace_back(v);
+    if (item.empty()) return bad(spec, "empty value in the list; " + std::string(kForms));
+    std::vector<std::string> items{std::string(item)};
+    if (looks_like_range(item)) {
+      auto range = parse_range(spec, item);
+      if (!range) return range.error();
+      items = std::move(*range);
+    }
+    for (auto& v : items) {
+      if (!seen.insert(v).second) return bad(spec, "value '" + v + "' appears twice");
+      axis.values.push_back(std::move(v));
+    }
     if (axis.values.size() > kMaxAxisValues)
       return bad(spec, "more than " + std::to_string(kMaxAxisValues) + " values in one axis");
     if (comma == std::string_view::npos) break;

@@ -6,8 +6,9 @@
 //   a stepped range   1..16:4                  (1,5,9,13: start, start+step, ... up to the end)
 //   a geometric range 64..1024:x2              (64,128,...,1024: start, start*factor, ... up to
 //                                               the end; start >= 1, factor >= 2)
-// A value without commas whose text before ".." starts with a digit (or a sign and a digit) is a
-// range and must be a valid one; anything else, like "../data", is a literal value.
+// and lists may mix values and ranges: 0,2..8:2,16 is 0,2,4,6,8,16. An item whose text before
+// ".." starts with a digit (or a sign and a digit) is a range and must be a valid one; anything
+// else, like "../data", is a literal value.
 
 #include <cstdint>
 #include <string>

@@ -52,6 +52,13 @@ TEST(SweepParam, GeometricRangeNearInt64MaxDoesNotOverflow) {
   EXPECT_EQ(v.back(), "4611686018427387904");
 }
 
+TEST(SweepParam, ListsMayMixValuesAndRanges) {
+  EXPECT_EQ(values("n=0,2..8:2,16"), (V{"0", "2", "4", "6", "8", "16"}));
+  EXPECT_EQ(values("b=32, 64..256:x2"), (V{"32", "64", "128", "256"}));
+  EXPECT_NE(error_of("n=1..4,3").find("value '3' appears twice"), std::string::npos);
+  EXPECT_NE(error_of("n=1,4..1").find("start 4 is above its end 1"), std::string::npos);
+}
+
 TEST(SweepParam, DotsInLiteralValuesAreNotRanges) {
   EXPECT_EQ(values("data=../data,../other"), (V{"../data", "../other"}));
   EXPECT_EQ(values("data=../data"), (V{"../data"}));
