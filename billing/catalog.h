@@ -30,7 +30,9 @@ class Catalog {
   static const Catalog& builtin();
   // Parses catalog JSON. Errors say "<origin>:<line>: <what is wrong>".
   static Result<Catalog> parse(std::string_view json_text, const std::string& origin);
-  // A file path or an https:// URL (fetched with the HTTP client, cached under the store folder).
+  // A file path or an https:// URL (fetched with the HTTP client, cached in cache_dir; when a
+  // fetch fails the cached copy is used and a warning goes to stderr). Plain http:// is accepted
+  // only for localhost and 127.0.0.1.
   static Result<Catalog> load(const std::string& path_or_url, const std::string& cache_dir);
   // The catalog in force: `flag` (--prices) if given, else NODUS_PRICES, else builtin().
   static Result<Catalog> resolve(const std::optional<std::string>& flag,
