@@ -101,6 +101,9 @@ void OutputPump::drain_and_close(std::chrono::steady_clock::time_point until, si
     lines_[s].finish(on_line_);
     close_pipe(s);
   }
+  // Nothing more will be written: a supervisor of many jobs must not keep every log open.
+  if (log_fd_ >= 0) ::close(log_fd_);
+  log_fd_ = -1;
 }
 
 }  // namespace nodus::backend::local

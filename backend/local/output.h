@@ -47,7 +47,7 @@ class OutputPump {
 
   // After the main process exited: reads what is left in both pipes without waiting for more
   // (descendants may hold them open), at most max_bytes or until `until`; then delivers
-  // partial lines and closes the pipes.
+  // partial lines and closes the pipes and the log.
   void drain_and_close(std::chrono::steady_clock::time_point until, size_t max_bytes);
 
  private:

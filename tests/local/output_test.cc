@@ -77,6 +77,28 @@ TEST(LocalOutput, LinesArriveWhileTheJobRuns) {
   EXPECT_EQ(lines, (std::vector<std::string>{"first", "second"}));
 }
 
+size_t open_descriptors() {
+  size_t n = 0;
+  for ([[maybe_unused]] const auto& e : std::filesystem::directory_iterator("/proc/self/fd")) ++n;
+  return n;
+}
+
+TEST(LocalOutput, FinishedJobsKeepNoDescriptorOpen) {
+  // A sweep's supervisor runs many jobs with one backend.
+  TempDir dir;
+  auto backend = make_local_backend();
+  const size_t before = open_descriptors();
+  for (int i = 0; i < 20; ++i) {
+    JobRecord job = shell_job("echo " + std::to_string(i));
+    LaunchSpec spec;
+    spec.log_path = dir.file("job" + std::to_string(i) + ".log");
+    spec.attach = false;
+    ASSERT_TRUE(backend->submit(job, spec).ok());
+    wait_exit(*backend, job, 30s);
+  }
+  EXPECT_EQ(open_descriptors(), before);
+}
+
 TEST(LineSplitter, KeepsAPartialLineUntilItsNewline) {
   LineSplitter s;
   std::vector<std::string> lines;
