@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 #include <sys/eventfd.h>
 
+#include <algorithm>
+
 #include "backend/local/local_backend.h"
 #include "local_test_util.h"
 
@@ -17,15 +19,20 @@ TEST(LocalWait, ReturnsDeadlineWithin50msOfIt) {
   auto backend = make_local_backend();
   JobRecord job = shell_job("exec sleep 60");
   ASSERT_TRUE(backend->submit(job, {}).ok());
+  std::vector<Clock::duration> lateness;
   for (int i = 0; i < 5; ++i) {
     const auto deadline = Clock::now() + 200ms;
     auto e = backend->wait(job, deadline, -1);
-    const auto late = Clock::now() - deadline;
+    lateness.push_back(Clock::now() - deadline);
     ASSERT_TRUE(e.ok()) << e.error().message;
     EXPECT_EQ(e->kind, Event::Kind::kDeadline);
-    EXPECT_GE(late, 0ms);
-    EXPECT_LT(late, 50ms) << std::chrono::duration_cast<std::chrono::microseconds>(late).count();
+    EXPECT_GE(lateness.back(), 0ms);
+    EXPECT_LT(lateness.back(), 1s);  // a loaded machine may not schedule us for a while
   }
+  // The median judges the mechanism (a sleep-and-check loop would be late every time).
+  std::sort(lateness.begin(), lateness.end());
+  EXPECT_LT(lateness[2], 50ms)
+      << std::chrono::duration_cast<std::chrono::microseconds>(lateness[2]).count() << " us";
   ASSERT_TRUE(backend->kill(job).ok());
 }
 
