@@ -19,11 +19,13 @@ namespace fs = std::filesystem;
 // execvp's search path when PATH is unset.
 constexpr const char* kDefaultPath = "/usr/local/bin:/usr/bin:/bin";
 
-// `p` made absolute against `base` (itself taken against nodus's working directory).
+// `p` made absolute against `base` (itself taken against nodus's working directory). Should
+// the working directory be gone, the path stays relative and the checks below fail on it.
 std::string absolute_against(const std::string& p, const std::string& base) {
   fs::path path(p);
   if (path.is_absolute()) return path.lexically_normal().string();
-  fs::path b = base.empty() ? fs::current_path() : fs::absolute(fs::path(base));
+  std::error_code ec;
+  fs::path b = base.empty() ? fs::current_path(ec) : fs::absolute(fs::path(base), ec);
   return (b / path).lexically_normal().string();
 }
 
