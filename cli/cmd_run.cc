@@ -111,7 +111,7 @@ Command add_run(CLI::App& app) {
   sub->add_flag("-d,--detach", cmd->detach, "print the job id and return; a background supervisor enforces the caps");
   sub->prefix_command();
   return {sub, [cmd, sub] {
-            cmd->flags.command = sub->remaining();
+            cmd->flags.command = job_command(sub);
             return (*cmd)();
           }};
 }

@@ -229,7 +229,7 @@ Command add_sweep(CLI::App& app) {
   add_format_flag(sub, cmd->f.format);
   sub->prefix_command();
   return {sub, [cmd, sub] {
-            auto rest = sub->remaining();
+            auto rest = job_command(sub);
             if (!rest.empty()) cmd->f.run.command = rest;
             return (*cmd)();
           }};

@@ -9,6 +9,20 @@
 
 namespace nodus::cli {
 
+namespace {
+std::optional<std::vector<std::string>>& trailing() {
+  static std::optional<std::vector<std::string>> command;
+  return command;
+}
+}  // namespace
+
+void set_trailing_command(std::vector<std::string> command) { trailing() = std::move(command); }
+
+std::vector<std::string> job_command(CLI::App* sub) {
+  if (trailing()) return *trailing();
+  return sub->remaining();
+}
+
 void add_run_flags(CLI::App* sub, RunFlags& f) {
   sub->add_option("--gpu", f.gpu, "GPUs as TYPE[:COUNT] (H100, h100:8, L4) or none")->capture_default_str();
   sub->add_option("--max-cost", f.max_cost, "stop before the job costs more than USD (5, 5.00, $5)");

@@ -61,6 +61,10 @@ struct RunFlags {
   std::vector<std::string> command;
 };
 void add_run_flags(CLI::App* sub, RunFlags& flags);
+// The job's command: what followed "--" on the command line, else what CLI11 left unparsed
+// (`nodus run python train.py`).
+void set_trailing_command(std::vector<std::string> command);
+std::vector<std::string> job_command(CLI::App* sub);
 engine::JobRequest to_request(const RunFlags& flags);
 
 std::unique_ptr<store::Store> open_store();

@@ -5,6 +5,8 @@
 
 #include <cstdio>
 #include <exception>
+#include <string>
+#include <vector>
 
 #include "cli/common.h"
 #include "core/error.h"
@@ -20,8 +22,18 @@ int main(int argc, char** argv) {
       cli::add_prices(app), cli::add_estimate(app), cli::add_report(app), cli::add_config(app),
       cli::add_gpus(app),   cli::add_supervise(app),
   };
+  // Everything after the first "--" is the job's command, whatever it looks like: CLI11 never sees it.
+  std::vector<std::string> args;
+  for (int i = argc - 1; i >= 1; --i) args.emplace_back(argv[i]);  // CLI11 wants them reversed
+  for (int i = 1; i < argc; ++i) {
+    if (std::string(argv[i]) == "--") {
+      cli::set_trailing_command(std::vector<std::string>(argv + i + 1, argv + argc));
+      args = std::vector<std::string>(args.end() - (i - 1), args.end());
+      break;
+    }
+  }
   try {
-    app.parse(argc, argv);
+    app.parse(args);
   } catch (const CLI::CallForHelp& e) {
     return app.exit(e);
   } catch (const CLI::CallForAllHelp& e) {

@@ -1,0 +1,204 @@
+// nodus run end to end: real processes, a real store, the real binary.
+
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "cli/fixtures.h"
+
+namespace nodus::testing {
+namespace {
+
+TEST(Run, PassesTheJobsExitCodeThrough) {
+  NodusHome home;
+  EXPECT_EQ(home.run({"run", "--", "sh", "-c", "exit 7"}).code, 7);
+  EXPECT_EQ(home.run({"run", "--", "true"}).code, 0);
+  auto j = show_json(home, "1");
+  EXPECT_EQ(j["state"], "failed");
+  EXPECT_EQ(j["exit_code"], 7);
+}
+
+TEST(Run, CommandNotFoundIs127AndNotExecutableIs126) {
+  NodusHome home;
+  auto r = home.run({"run", "--", "no-such-command-nodus"});
+  EXPECT_EQ(r.code, 127) << r.err;
+  EXPECT_NE(r.err.find("no-such-command-nodus"), std::string::npos) << r.err;
+  write_file(home.file("notexec.sh"), "#!/bin/sh\necho hi\n");
+  EXPECT_EQ(home.run({"run", "--", home.file("notexec.sh")}).code, 126);
+}
+
+TEST(Run, TimeoutKillsWithin200msAndExits124) {
+  NodusHome home;
+  auto r = home.run({"run", "--timeout", "1s", "--grace", "200ms", "--", "sleep", "30"});
+  EXPECT_EQ(r.code, 124) << r.err;
+  auto j = show_json(home, "1");
+  EXPECT_EQ(j["state"], "timeout");
+  double wall = j["ended_at"].get<double>() - j["started_at"].get<double>();
+  EXPECT_GE(wall, 1.0);
+  EXPECT_LT(wall, 1.2) << "sleep honours SIGTERM: it must be gone within 200 ms of the deadline";
+}
+
+TEST(Run, TimeoutEscalatesToSigkillAfterGrace) {
+  NodusHome home;
+  auto r = home.run({"run", "--timeout", "500ms", "--grace", "500ms", "--", "sh", "-c", "trap '' TERM; sleep 30 & wait; sleep 30"});
+  EXPECT_EQ(r.code, 124);
+  auto j = show_json(home, "1");
+  double wall = j["ended_at"].get<double>() - j["started_at"].get<double>();
+  EXPECT_GE(wall, 1.0);
+  EXPECT_LT(wall, 1.2);
+}
+
+TEST(Run, CostCapStopsAtTheCapAndNeverBillsMore) {
+  NodusHome home;
+  std::string prices = write_test_prices(home);
+  auto env = std::map<std::string, std::string>{{"NODUS_LOCAL_GPUS", "TEST:1"}, {"NODUS_PRICES", prices}};
+  // $1.50 at $1/s: SIGTERM 0.5 s before the cap, SIGKILL at it; the script ignores SIGTERM.
+  auto r = home.run({"run", "--gpu", "TEST", "--max-cost", "1.5", "--grace", "500ms", "--", "sh", "-c",
+                     "trap '' TERM; sleep 30"}, env);
+  EXPECT_EQ(r.code, 122) << r.err;
+  auto j = show_json(home, "1");
+  EXPECT_EQ(j["state"], "cost-cap");
+  EXPECT_LE(j["cost_usd"].get<double>(), 1.5);
+  EXPECT_GT(j["cost_usd"].get<double>(), 1.3) << "killed within 200 ms of the cap";
+}
+
+TEST(Run, NoProcessOfTheTreeSurvives) {
+  NodusHome home;
+  std::string pids = home.file("pids");
+  std::string script =
+      "echo $$ >> " + pids + ";"
+      "sh -c 'echo $$ >> " + pids + "; sleep 60' &"
+      "sh -c 'sh -c \"echo \\$\\$ >> " + pids + "; sleep 60\" & sleep 60' &"
+      "setsid sh -c 'echo $$ >> " + pids + "; sleep 60' &"
+      "( setsid sh -c 'echo $$ >> " + pids + "; sleep 60' & ) ;"
+      "sh -c 'trap \"\" TERM; echo $$ >> " + pids + "; sleep 60' &"
+      "sleep 60";
+  auto r = home.run({"run", "--timeout", "1500ms", "--grace", "300ms", "--", "sh", "-c", script});
+  EXPECT_EQ(r.code, 124) << r.err;
+  std::istringstream in(read_file(pids));
+  int count = 0;
+  for (pid_t pid; in >> pid; ++count) EXPECT_FALSE(pid_alive(pid)) << "pid " << pid << " survived";
+  EXPECT_GE(count, 6);
+}
+
+TEST(Run, SigkillOfTheSupervisorTakesTheJobDown) {
+  NodusHome home;
+  std::string pidfile = home.file("job.pid");
+  pid_t nodus = home.start({"run", "--", "sh", "-c", "echo $$ > " + pidfile + "; exec sleep 60"});
+  double until = now_seconds() + 10;
+  while (read_file(pidfile).empty() && now_seconds() < until) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  pid_t job = std::stoi(read_file(pidfile));
+  ASSERT_TRUE(pid_alive(job));
+  kill(nodus, SIGKILL);
+  wait_exit(nodus, std::chrono::seconds(5));
+  until = now_seconds() + 2;
+  while (pid_alive(job) && now_seconds() < until) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  EXPECT_FALSE(pid_alive(job)) << "the job outlived its supervisor";
+  auto ps = home.run({"ps", "--format", "json"});
+  auto rows = nlohmann::json::parse(ps.out);
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_EQ(rows[0]["state"], "lost");
+}
+
+TEST(Run, CtrlCCancelsAndExits130) {
+  NodusHome home;
+  pid_t nodus = home.start({"run", "--grace", "1s", "--", "sleep", "30"});
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  kill(nodus, SIGINT);
+  EXPECT_EQ(wait_exit(nodus, std::chrono::seconds(10)), 130);
+  EXPECT_EQ(show_json(home, "1")["state"], "cancelled");
+}
+
+TEST(Run, DetachThenStopFromAnotherProcess) {
+  NodusHome home;
+  auto r = home.run({"run", "-d", "--name", "bg", "--", "sleep", "60"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  std::string id = r.out.substr(0, r.out.find('\n'));
+  EXPECT_EQ(show_json(home, id)["state"], "running");
+  auto stop = home.run({"stop", "bg"});
+  EXPECT_EQ(stop.code, 0) << stop.err;
+  auto j = show_json(home, id);
+  EXPECT_EQ(j["state"], "stopped");
+  EXPECT_LT(j["ended_at"].get<double>() - j["started_at"].get<double>(), 5.0);
+}
+
+TEST(Run, TwoConcurrentRunsNeverShareAGpu) {
+  NodusHome home;
+  std::string prices = write_test_prices(home);
+  std::map<std::string, std::string> env{{"NODUS_LOCAL_GPUS", "H100:2"}, {"NODUS_PRICES", prices}};
+  std::string log = home.file("gpus.log");
+  std::string script = "echo start $CUDA_VISIBLE_DEVICES $(date +%s.%N) >> " + log +
+                       "; sleep 0.5; echo end $CUDA_VISIBLE_DEVICES $(date +%s.%N) >> " + log;
+  std::vector<pid_t> runs;
+  for (int i = 0; i < 4; ++i) runs.push_back(home.start({"run", "--gpu", "H100", "--", "sh", "-c", script}, env));
+  for (pid_t p : runs) EXPECT_EQ(wait_exit(p, std::chrono::seconds(30)), 0);
+  // Per GPU, intervals must not overlap.
+  std::map<std::string, std::vector<std::pair<double, double>>> spans;
+  std::map<std::string, double> open;
+  std::istringstream in(read_file(log));
+  std::string what, gpu;
+  double t;
+  int lines = 0;
+  while (in >> what >> gpu >> t) {
+    ++lines;
+    if (what == "start") {
+      EXPECT_EQ(open.count(gpu), 0u) << "GPU " << gpu << " handed out twice";
+      open[gpu] = t;
+    } else {
+      open.erase(gpu);
+    }
+  }
+  EXPECT_EQ(lines, 8);
+}
+
+TEST(Run, NoWaitFailsWhenGpusAreBusy) {
+  NodusHome home;
+  std::map<std::string, std::string> env{{"NODUS_LOCAL_GPUS", "H100:1"}};
+  pid_t first = home.start({"run", "--gpu", "H100", "--", "sleep", "3"}, env);
+  std::this_thread::sleep_for(std::chrono::milliseconds(700));
+  auto r = home.run({"run", "--gpu", "H100", "--no-wait", "--", "true"}, env);
+  EXPECT_EQ(r.code, 125);
+  EXPECT_NE(r.err.find("--no-wait"), std::string::npos) << r.err;
+  kill(first, SIGINT);
+  wait_exit(first, std::chrono::seconds(10));
+}
+
+TEST(Run, OutputGoesToTerminalAndLog) {
+  NodusHome home;
+  auto r = home.run({"run", "--", "sh", "-c", "echo out-line; echo err-line >&2; printf tail"});
+  EXPECT_EQ(r.code, 0);
+  EXPECT_NE(r.out.find("out-line"), std::string::npos);
+  EXPECT_NE(r.err.find("err-line"), std::string::npos);
+  auto logs = home.run({"logs", "1"});
+  EXPECT_NE(logs.out.find("out-line"), std::string::npos);
+  EXPECT_NE(logs.out.find("err-line"), std::string::npos);
+  EXPECT_NE(logs.out.find("tail"), std::string::npos);
+}
+
+TEST(Run, JobSeesItsGpusAndNoneWhenCpuOnly) {
+  NodusHome home;
+  std::map<std::string, std::string> env{{"NODUS_LOCAL_GPUS", "L4:2"}};
+  auto r = home.run({"run", "--gpu", "l4:2", "--", "sh", "-c", "echo gpus=$CUDA_VISIBLE_DEVICES metrics=$NODUS_METRICS"}, env);
+  EXPECT_NE(r.out.find("gpus=0,1"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("metrics=/"), std::string::npos);
+  r = home.run({"run", "--", "sh", "-c", "echo gpus=[$CUDA_VISIBLE_DEVICES]"}, env);
+  EXPECT_NE(r.out.find("gpus=[]"), std::string::npos) << r.out;
+}
+
+TEST(Run, SecretEnvValuesNeverReachTheStore) {
+  NodusHome home;
+  auto r = home.run({"run", "--env", "HF_TOKEN=hf_supersecret", "--env", "MODE=fast", "--", "sh", "-c", "test \"$HF_TOKEN\" = hf_supersecret"});
+  EXPECT_EQ(r.code, 0) << "the job gets the real value";
+  auto db = read_file(home.file("nodus.db")) + read_file(home.file("nodus.db-wal"));
+  EXPECT_EQ(db.find("hf_supersecret"), std::string::npos);
+  auto j = show_json(home, "1");
+  EXPECT_EQ(j["env"]["HF_TOKEN"], "<redacted>");
+  EXPECT_EQ(j["env"]["MODE"], "fast");
+}
+
+}  // namespace
+}  // namespace nodus::testing
