@@ -1,0 +1,155 @@
+// slurmrestd's API v0.0.38 (Slurm 22.05, the version Debian 12 ships).
+//
+// Facts this mapping relies on, measured against slurmrestd 22.05.8:
+// - submit: `environment` must be a non-empty object (the job gets nothing else but SLURM_*);
+//   unknown keys are rejected; `time_limit` is in minutes; GPUs go in `gres` ("gpu:h100:2").
+// - errors come as {"error", "error_code"} on submit and {"error", "error_number",
+//   "description"} elsewhere.
+// - job records carry times as unix seconds and `exit_code` as the raw wait status.
+
+#include <nlohmann/json.hpp>
+
+#include "backend/slurm/api.h"
+
+namespace nodus::backend::slurm {
+namespace {
+
+using nlohmann::json;
+
+double number_or_zero(const json& j, const char* key) {
+  auto it = j.find(key);
+  return it != j.end() && it->is_number() ? it->get<double>() : 0;
+}
+
+std::string string_or_empty(const json& j, const char* key) {
+  auto it = j.find(key);
+  return it != j.end() && it->is_string() ? it->get<std::string>() : "";
+}
+
+Result<json> parse_object(std::string_view body, std::string_view what) {
+  json j = json::parse(body, nullptr, /*allow_exceptions=*/false);
+  if (!j.is_object())
+    return Error::permanent("slurmrestd answered " + std::string(what) +
+                            " with something that is not a JSON object");
+  return j;
+}
+
+class ApiV0038 : public SlurmApi {
+ public:
+  std::string_view version() const override { return "v0.0.38"; }
+  std::string ping_path() const override { return prefix() + "/ping"; }
+  std::string submit_path() const override { return prefix() + "/job/submit"; }
+  std::string jobs_path() const override { return prefix() + "/jobs"; }
+  std::string job_path(int64_t job_id) const override {
+    return prefix() + "/job/" + std::to_string(job_id);
+  }
+  std::string cancel_path(std::string_view job_ref, std::string_view signal) const override {
+    std::string path = prefix() + "/job/" + std::string(job_ref);
+    if (!signal.empty()) path += "?signal=" + std::string(signal);
+    return path;
+  }
+
+  std::string submit_body(const SubmitRequest& r) const override {
+    json job = {
+        {"name", r.name},
+        {"current_working_directory", r.working_dir},
+        {"standard_output", r.output_path},
+        {"environment", json(r.env)},
+    };
+    if (r.time_limit_minutes) job["time_limit"] = *r.time_limit_minutes;
+    if (!r.gres.empty()) job["gres"] = r.gres;
+    if (!r.container.empty()) job["container"] = r.container;
+    if (!r.partition.empty()) job["partition"] = r.partition;
+    if (!r.array.empty()) job["array"] = r.array;
+    return json{{"script", r.script}, {"job", job}}.dump();
+  }
+
+  Result<int64_t> parse_submit(std::string_view body) const override {
+    auto j = parse_object(body, "the submit");
+    if (!j) return j.error();
+    auto id = j->find("job_id");
+    if (id == j->end() || !id->is_number_integer()) {
+      auto errs = errors(body);
+      return Error::permanent(errs.empty() ? "slurmrestd's submit answer has no job_id"
+                                           : "Slurm rejected the job: " + to_string(errs));
+    }
+    return id->get<int64_t>();
+  }
+
+  Result<std::vector<SlurmJob>> parse_jobs(std::string_view body) const override {
+    auto j = parse_object(body, "a job query");
+    if (!j) return j.error();
+    auto list = j->find("jobs");
+    if (list == j->end() || !list->is_array())
+      return Error::permanent("slurmrestd's job answer has no jobs list");
+    std::vector<SlurmJob> jobs;
+    for (const json& r : *list) {
+      if (!r.is_object()) continue;
+      SlurmJob s;
+      s.job_id = static_cast<int64_t>(number_or_zero(r, "job_id"));
+      s.name = string_or_empty(r, "name");
+      s.user_name = string_or_empty(r, "user_name");
+      s.state = string_or_empty(r, "job_state");
+      s.state_reason = string_or_empty(r, "state_reason");
+      s.submit_time = number_or_zero(r, "submit_time");
+      s.start_time = number_or_zero(r, "start_time");
+      s.end_time = number_or_zero(r, "end_time");
+      s.exit_code = static_cast<int64_t>(number_or_zero(r, "exit_code"));
+      s.time_limit_minutes = static_cast<int64_t>(number_or_zero(r, "time_limit"));
+      s.array_job_id = static_cast<int64_t>(number_or_zero(r, "array_job_id"));
+      if (auto t = r.find("array_task_id"); t != r.end() && t->is_number_integer())
+        s.array_task_id = t->get<int>();
+      s.array_task_string = string_or_empty(r, "array_task_string");
+      s.standard_output = string_or_empty(r, "standard_output");
+      jobs.push_back(std::move(s));
+    }
+    return jobs;
+  }
+
+  std::vector<SlurmError> errors(std::string_view body) const override {
+    std::vector<SlurmError> out;
+    json j = json::parse(body, nullptr, /*allow_exceptions=*/false);
+    if (!j.is_object()) return out;
+    auto list = j.find("errors");
+    if (list == j.end() || !list->is_array()) return out;
+    for (const json& e : *list) {
+      if (!e.is_object()) continue;
+      SlurmError err;
+      err.code = static_cast<int64_t>(number_or_zero(e, "error_code"));
+      if (err.code == 0) err.code = static_cast<int64_t>(number_or_zero(e, "error_number"));
+      err.text = string_or_empty(e, "error");
+      err.description = string_or_empty(e, "description");
+      if (!err.text.empty() || !err.description.empty()) out.push_back(std::move(err));
+    }
+    return out;
+  }
+
+ private:
+  static std::string prefix() { return "/slurm/v0.0.38"; }
+};
+
+}  // namespace
+
+std::string to_string(const std::vector<SlurmError>& errors) {
+  std::string out;
+  for (const auto& e : errors) {
+    if (!out.empty()) out += "; ";
+    std::string words = e.text;
+    // Slurm's generic words say little; its description says what happened.
+    if (words.empty() || words == "Unspecified error")
+      words = e.description;
+    else if (!e.description.empty() && e.description != words)
+      words += ": " + e.description;
+    out += words;
+    if (e.code > 0) out += " (" + std::to_string(e.code) + ")";
+  }
+  return out;
+}
+
+Result<std::unique_ptr<SlurmApi>> make_api(std::string_view version) {
+  if (version == "v0.0.38") return std::unique_ptr<SlurmApi>(std::make_unique<ApiV0038>());
+  return Error::permanent("NODUS_SLURM_API: unsupported version '" + std::string(version) +
+                          "': expected v0.0.38");
+}
+
+}  // namespace nodus::backend::slurm

@@ -1,0 +1,91 @@
+#include "backend/slurm/job_states.h"
+
+#include <array>
+#include <cmath>
+#include <csignal>
+#include <utility>
+
+#include "billing/catalog.h"
+#include "core/error.h"
+
+namespace nodus::backend::slurm {
+
+Phase phase_of(std::string_view s) {
+  for (std::string_view final_state :
+       {"COMPLETED", "CANCELLED", "FAILED", "TIMEOUT", "NODE_FAIL", "PREEMPTED", "BOOT_FAIL",
+        "DEADLINE", "OUT_OF_MEMORY", "REVOKED", "SPECIAL_EXIT"})
+    if (s == final_state) return Phase::kFinal;
+  for (std::string_view queued : {"PENDING", "REQUEUED", "REQUEUE_HOLD", "REQUEUE_FED",
+                                  "RESV_DEL_HOLD", "CONFIGURING", "POWER_UP_NODE"})
+    if (s == queued) return Phase::kQueued;
+  return Phase::kRunning;
+}
+
+WaitStatus decode_wait_status(int64_t raw) {
+  WaitStatus w;
+  int status = static_cast<int>(raw);
+  if ((status & 0x7f) == 0) {
+    w.exit_code = (status >> 8) & 0xff;
+  } else {
+    w.signal = status & 0x7f;
+    w.exit_code = 128 + *w.signal;
+  }
+  return w;
+}
+
+Outcome outcome_of(const SlurmJob& job) {
+  Outcome o;
+  WaitStatus w = decode_wait_status(job.exit_code);
+  o.exit_code = w.exit_code;
+  o.signal = w.signal;
+  if (job.state == "TIMEOUT") {
+    o.exit_code = exit_code::kTimeout;
+  } else if (job.state == "CANCELLED" && job.exit_code == 0) {
+    o.signal = SIGTERM;  // cancelled before it ran (or before its script reported)
+    o.exit_code = 128 + SIGTERM;
+  } else if (job.state != "COMPLETED" && o.exit_code == 0) {
+    o.exit_code = 1;  // NODE_FAIL, BOOT_FAIL, ... with no status of the script's own
+  }
+  o.ended_at = job.end_time > 0 ? job.end_time : unix_now();
+  o.started_at = job.start_time > 0 && job.start_time <= o.ended_at ? job.start_time : o.ended_at;
+  return o;
+}
+
+JobState final_state_of(const SlurmJob& slurm, const JobRecord& job) {
+  const std::string& s = slurm.state;
+  if (s == "COMPLETED") return JobState::kCompleted;
+  if (s == "CANCELLED") return JobState::kStopped;
+  if (s == "TIMEOUT") {
+    double timeout = job.timeout_ms ? *job.timeout_ms / 1000.0 : INFINITY;
+    double cap = job.max_cost && job.gpu_count > 0
+                     ? billing::cap_seconds(*job.max_cost, job.gpu_count, job.rate_per_gpu_hour)
+                     : INFINITY;
+    return cap < timeout ? JobState::kCostCap : JobState::kTimeout;
+  }
+  return JobState::kFailed;
+}
+
+std::optional<std::string> signal_name(int sig) {
+  static constexpr std::array<std::pair<int, const char*>, 15> kNames = {{
+      {SIGHUP, "HUP"},
+      {SIGINT, "INT"},
+      {SIGQUIT, "QUIT"},
+      {SIGABRT, "ABRT"},
+      {SIGKILL, "KILL"},
+      {SIGALRM, "ALRM"},
+      {SIGTERM, "TERM"},
+      {SIGUSR1, "USR1"},
+      {SIGUSR2, "USR2"},
+      {SIGURG, "URG"},
+      {SIGCONT, "CONT"},
+      {SIGSTOP, "STOP"},
+      {SIGTSTP, "TSTP"},
+      {SIGTTIN, "TTIN"},
+      {SIGTTOU, "TTOU"},
+  }};
+  for (const auto& [number, name] : kNames)
+    if (number == sig) return name;
+  return std::nullopt;
+}
+
+}  // namespace nodus::backend::slurm

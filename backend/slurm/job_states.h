@@ -1,0 +1,43 @@
+#pragma once
+// What Slurm's job records mean for nodus: which job_state is queued, running or final, the
+// exit code behind a raw wait status, the Outcome of a finished job and the JobState that
+// `nodus ps` shows for a job nobody supervised.
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "backend/backend.h"
+#include "backend/slurm/api.h"
+#include "core/job.h"
+
+namespace nodus::backend::slurm {
+
+enum class Phase {
+  kQueued,   // PENDING, REQUEUED, CONFIGURING (nodes booting), ...
+  kRunning,  // RUNNING, SUSPENDED, COMPLETING (ending; the final state is not known yet), ...
+  kFinal,    // COMPLETED, FAILED, CANCELLED, TIMEOUT, NODE_FAIL, OUT_OF_MEMORY, ...
+};
+Phase phase_of(std::string_view job_state);
+
+struct WaitStatus {
+  int exit_code = 0;          // the exit status, or 128 + signal
+  std::optional<int> signal;  // the terminating signal, if any
+};
+// Slurm reports the batch script's raw wait status: 768 -> exit 3, 15 -> SIGTERM (143).
+WaitStatus decode_wait_status(int64_t raw);
+
+// The Outcome of a job in a final phase. TIMEOUT (Slurm's own time limit stopped it) gives
+// exit 124 as timeout(1) does; a failure state never gives 0. Times are Slurm's start_time and
+// end_time: time spent queued is not billed, and a job cancelled while queued has zero length.
+Outcome outcome_of(const SlurmJob& job);
+
+// The final JobState for a finished job nobody supervised: TIMEOUT becomes kCostCap when the
+// job's cost cap came before its timeout (Slurm's limit was the cap's), CANCELLED kStopped.
+JobState final_state_of(const SlurmJob& slurm, const JobRecord& job);
+
+// The signal name slurmrestd accepts ("TERM" for SIGTERM), or nullopt.
+std::optional<std::string> signal_name(int sig);
+
+}  // namespace nodus::backend::slurm

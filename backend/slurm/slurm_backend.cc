@@ -1,0 +1,347 @@
+// SlurmBackend: submit, watch, signal and cancel jobs through slurmrestd (see backend.h for the
+// contract). Caps are the engine's: it calls signal()/kill() at the exact deadline; the Slurm
+// time limit sent with the job (job_script.h) is the safety net for when nodus is gone.
+
+#include "backend/slurm/slurm_backend.h"
+
+#include <poll.h>
+#include <signal.h>
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <charconv>
+#include <map>
+#include <thread>
+
+#include "backend/slurm/api.h"
+#include "backend/slurm/job_script.h"
+#include "backend/slurm/job_states.h"
+#include "backend/slurm/output_follower.h"
+#include "backend/slurm/rest.h"
+#include "billing/catalog.h"
+#include "core/error.h"
+
+namespace nodus::backend::slurm {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// True if fd becomes readable before `until` (false at once for fd < 0 once `until` passed).
+bool readable_before(int fd, Clock::time_point until) {
+  auto left = std::chrono::duration_cast<std::chrono::milliseconds>(until - Clock::now());
+  int timeout = static_cast<int>(std::max<int64_t>(0, left.count()));
+  if (fd < 0) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(timeout));
+    return false;
+  }
+  pollfd p{fd, POLLIN, 0};
+  return ::poll(&p, 1, timeout) > 0 && (p.revents & (POLLIN | POLLHUP | POLLERR)) != 0;
+}
+
+// The folder for scripts' output: created open to all (1777) so that whatever user the jobs
+// run as can write there. Best effort: on a remote cluster it is the cluster's folder.
+void ensure_workdir(const std::string& dir) {
+  struct stat st {};
+  if (stat(dir.c_str(), &st) == 0) return;
+  std::string partial;
+  for (size_t at = 1; at != std::string::npos;) {
+    at = dir.find('/', at + 1);
+    partial = dir.substr(0, at);
+    if (mkdir(partial.c_str(), 0755) != 0) continue;
+    if (at == std::string::npos) chmod(partial.c_str(), 01777);
+  }
+}
+
+Event event_of(Event::Kind kind, double started_at = 0) {
+  Event e;
+  e.kind = kind;
+  e.started_at = started_at;
+  return e;
+}
+
+const SlurmJob* record_of(const std::vector<SlurmJob>& records, int64_t id) {
+  for (const auto& r : records)
+    if (r.job_id == id) return &r;
+  return nullptr;
+}
+
+double cost_between(const JobRecord& job, double start, double end) {
+  return billing::cost_usd(job.gpu_count, job.rate_per_gpu_hour, std::max(0.0, end - start));
+}
+
+class SlurmBackend final : public Backend {
+ public:
+  SlurmBackend(std::unique_ptr<RestClient> client, WaitTiming timing)
+      : client_(std::move(client)), timing_(timing) {}
+
+  std::string_view name() const override { return "slurm"; }
+
+  Result<void> submit(JobRecord& job, const LaunchSpec& spec) override;
+  Result<Event> wait(JobRecord& job, SteadyTime deadline, int wake_fd) override;
+  Result<void> signal(JobRecord& job, int sig) override;
+  Result<void> kill(JobRecord& job) override;
+  Result<bool> refresh(JobRecord& job) override;
+
+ private:
+  // What wait() keeps between calls for one job.
+  struct Watch {
+    std::unique_ptr<OutputFollower> output;
+    Clock::time_point next_poll{};
+    std::chrono::milliseconds interval{0};
+    std::optional<Clock::time_point> failing_since;
+    std::string last_error;
+    std::optional<SlurmJob> final_record;  // seen, not yet reported (kStarted went first)
+  };
+
+  Result<RestClient*> client();
+  Watch& watch_for(const JobRecord& job);
+  // The job's Slurm id: backend_id, or (when a crash came between insert and submit) the id of
+  // the Slurm job with its name. nullopt when Slurm has no such job.
+  Result<std::optional<int64_t>> slurm_id(RestClient& rest, JobRecord& job);
+  Result<std::optional<SlurmJob>> find_by_name(RestClient& rest, const std::string& name,
+                                               bool retry = true);
+  Event exited(JobRecord& job, Watch& watch);
+
+  std::unique_ptr<RestClient> client_;
+  WaitTiming timing_;
+  std::map<int64_t, Watch> watches_;  // by nodus job id
+};
+
+Result<RestClient*> SlurmBackend::client() {
+  if (!client_) {
+    auto connected = connect_from_config();
+    if (!connected) return connected.error();
+    client_ = std::move(*connected);
+  }
+  return client_.get();
+}
+
+SlurmBackend::Watch& SlurmBackend::watch_for(const JobRecord& job) {
+  auto [it, inserted] = watches_.try_emplace(job.id);
+  if (inserted) it->second.output = std::make_unique<OutputFollower>(job.log_path, false, nullptr);
+  return it->second;
+}
+
+Result<std::optional<SlurmJob>> SlurmBackend::find_by_name(RestClient& rest,
+                                                           const std::string& name, bool retry) {
+  auto all = rest.jobs(retry);
+  if (!all) return all.error();
+  std::optional<SlurmJob> newest;
+  for (auto& j : *all)
+    if (j.name == name && (!newest || j.job_id > newest->job_id)) newest = std::move(j);
+  return newest;
+}
+
+Result<std::optional<int64_t>> SlurmBackend::slurm_id(RestClient& rest, JobRecord& job) {
+  int64_t id = 0;
+  const auto& s = job.backend_id;
+  if (!s.empty()) {
+    auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), id);
+    if (ec != std::errc() || end != s.data() + s.size() || id <= 0)
+      return Error::permanent("job " + std::to_string(job.id) + ": invalid Slurm job id '" + s +
+                              "'");
+    return std::optional<int64_t>(id);
+  }
+  auto found = find_by_name(rest, slurm_job_name(job));
+  if (!found) return found.error();
+  if (!*found) return std::optional<int64_t>();
+  job.backend_id = std::to_string((*found)->job_id);
+  if (job.log_path.empty()) job.log_path = output_path(rest.settings(), job);
+  return std::optional<int64_t>((*found)->job_id);
+}
+
+Result<void> SlurmBackend::submit(JobRecord& job, const LaunchSpec& spec) {
+  auto rest = client();
+  if (!rest) return rest.error();
+  auto request = build_submit(job, spec, (*rest)->settings());
+  if (!request) return request.error();
+  ensure_workdir((*rest)->settings().workdir);
+
+  std::optional<int64_t> id;
+  auto delay = timing_.submit_backoff;
+  for (int attempt = 1; !id; ++attempt) {
+    auto submitted = (*rest)->submit(*request);
+    if (submitted) {
+      id = *submitted;
+      break;
+    }
+    if (!submitted.error().retryable() || attempt >= timing_.submit_attempts)
+      return Error::permanent("cannot submit the job to Slurm: " + submitted.error().message);
+    // The answer may have been lost after slurmctld took the job: look before sending again.
+    if (auto found = find_by_name(**rest, request->name, /*retry=*/false); found && *found) {
+      id = (*found)->job_id;
+      break;
+    }
+    std::this_thread::sleep_for(delay);
+    delay *= 2;
+  }
+  job.backend_id = std::to_string(*id);
+  job.log_path = request->output_path;
+  Watch& w = watches_[job.id];
+  w = Watch{};
+  w.output = std::make_unique<OutputFollower>(job.log_path, spec.attach, spec.on_line);
+  return {};
+}
+
+Event SlurmBackend::exited(JobRecord& job, Watch& watch) {
+  watch.output->finish();
+  Event e;
+  e.kind = Event::Kind::kExited;
+  e.outcome = outcome_of(*watch.final_record);
+  e.started_at = e.outcome.started_at;
+  watches_.erase(job.id);
+  return e;
+}
+
+Result<Event> SlurmBackend::wait(JobRecord& job, SteadyTime deadline, int wake_fd) {
+  auto rest = client();
+  if (!rest) return rest.error();
+  auto id = slurm_id(**rest, job);
+  if (!id) return id.error();
+  if (!*id)
+    return Error::permanent("Slurm has no job named " + slurm_job_name(job) + " (job " +
+                            std::to_string(job.id) + " was never submitted)");
+  Watch& w = watch_for(job);
+  if (w.final_record) return exited(job, w);
+  if (readable_before(wake_fd, Clock::now())) return event_of(Event::Kind::kWoken);
+
+  const std::string expected_name = slurm_job_name(job);
+  for (;;) {
+    auto now = Clock::now();
+    if (now >= w.next_poll) {
+      auto records = (*rest)->job(**id, /*retry=*/false);
+      if (records) {
+        w.failing_since.reset();
+        w.interval = timing_.poll;
+        const SlurmJob* r = record_of(*records, **id);
+        if (r == nullptr)
+          return Error::permanent("Slurm no longer knows job " + std::to_string(**id) +
+                                  " (it ended more than MinJobAge ago, or the cluster was reset)");
+        if (!r->name.empty() && r->name != expected_name)
+          return Error::permanent("Slurm job " + std::to_string(**id) + " is '" + r->name +
+                                  "', not nodus job " + std::to_string(job.id) +
+                                  " (was the cluster's state reset?)");
+        Phase phase = phase_of(r->state);
+        if (phase != Phase::kQueued && !job.started_at && r->start_time > 0) {
+          job.started_at = r->start_time;
+          if (phase == Phase::kFinal) w.final_record = *r;
+          return event_of(Event::Kind::kStarted, r->start_time);
+        }
+        if (phase == Phase::kFinal) {
+          w.final_record = *r;
+          return exited(job, w);
+        }
+      } else if (!records.error().retryable()) {
+        return records.error();
+      } else {
+        if (!w.failing_since) w.failing_since = now;
+        w.last_error = records.error().message;
+        w.interval = std::min(timing_.max_backoff, std::max(timing_.poll, w.interval * 2));
+        if (now - *w.failing_since >= timing_.lost_after)
+          return Error::permanent("lost track of Slurm job " + std::to_string(**id) + ": " +
+                                  w.last_error);
+      }
+      w.next_poll = now + w.interval;
+    }
+    w.output->poll();
+    now = Clock::now();
+    if (now >= deadline) {
+      if (w.failing_since && now - *w.failing_since >= timing_.quiet_failures)
+        return Error::retryable(w.last_error);
+      return event_of(Event::Kind::kDeadline);
+    }
+    auto until = std::min({w.next_poll, deadline, now + timing_.output_tick});
+    if (readable_before(wake_fd, until)) return event_of(Event::Kind::kWoken);
+  }
+}
+
+Result<void> SlurmBackend::signal(JobRecord& job, int sig) {
+  auto name = signal_name(sig);
+  if (!name) return Error::permanent("Slurm cannot deliver signal " + std::to_string(sig));
+  auto rest = client();
+  if (!rest) return rest.error();
+  auto id = slurm_id(**rest, job);
+  if (!id) return id.error();
+  if (!*id) return {};
+  auto sent = (*rest)->cancel(job.backend_id, *name);
+  if (!sent)
+    return Error{sent.error().kind,
+                 "cannot signal Slurm job " + job.backend_id + ": " + sent.error().message, 125};
+  // A job still queued cannot take a signal; stopping it politely means taking it off the queue.
+  if (*sent == Delivery::kNotRunning && (sig == SIGTERM || sig == SIGINT || sig == SIGKILL))
+    return kill(job);
+  return {};
+}
+
+Result<void> SlurmBackend::kill(JobRecord& job) {
+  auto rest = client();
+  if (!rest) return rest.error();
+  auto id = slurm_id(**rest, job);
+  if (!id) return id.error();
+  if (!*id) return {};
+  auto cancelled = (*rest)->cancel(job.backend_id);
+  if (!cancelled)
+    return Error{cancelled.error().kind,
+                 "cannot cancel Slurm job " + job.backend_id + ": " + cancelled.error().message,
+                 125};
+  return {};
+}
+
+Result<bool> SlurmBackend::refresh(JobRecord& job) {
+  if (is_final(job.state)) return false;
+  auto rest = client();
+  if (!rest) return rest.error();
+  const JobRecord before = job;
+  auto id = slurm_id(**rest, job);
+  if (!id) return id.error();
+  if (!*id) return false;  // not submitted (yet): nothing Slurm can say
+  auto records = (*rest)->job(**id);
+  if (!records) return records.error();
+  const SlurmJob* r = record_of(*records, **id);
+  if (r == nullptr || (!r->name.empty() && r->name != slurm_job_name(job))) {
+    job.state = JobState::kLost;
+    job.note = "Slurm no longer knows job " + std::to_string(**id) +
+               " (it ended more than MinJobAge ago, or the cluster was reset)";
+    if (!job.ended_at) job.ended_at = unix_now();
+    return true;
+  }
+  switch (phase_of(r->state)) {
+    case Phase::kQueued:
+      job.state = JobState::kWaiting;
+      break;
+    case Phase::kRunning:
+      job.state = JobState::kRunning;
+      if (r->start_time > 0) job.started_at = r->start_time;
+      if (job.started_at) job.cost = cost_between(job, *job.started_at, unix_now());
+      break;
+    case Phase::kFinal: {
+      Outcome o = outcome_of(*r);
+      job.state = final_state_of(*r, job);
+      job.started_at = o.started_at;
+      job.ended_at = o.ended_at;
+      job.signal = o.signal;
+      job.exit_code = job.state == JobState::kCostCap ? exit_code::kCostCap : o.exit_code;
+      job.cost = cost_between(job, o.started_at, o.ended_at);
+      break;
+    }
+  }
+  return job.state != before.state || job.started_at != before.started_at ||
+         job.ended_at != before.ended_at || job.cost != before.cost ||
+         job.backend_id != before.backend_id || job.exit_code != before.exit_code;
+}
+
+}  // namespace
+
+std::unique_ptr<Backend> make_slurm_backend(std::unique_ptr<RestClient> client, WaitTiming timing) {
+  return std::make_unique<SlurmBackend>(std::move(client), timing);
+}
+
+}  // namespace nodus::backend::slurm
+
+namespace nodus::backend {
+
+std::unique_ptr<Backend> make_slurm_backend() {
+  return slurm::make_slurm_backend(nullptr, slurm::WaitTiming{});
+}
+
+}  // namespace nodus::backend
