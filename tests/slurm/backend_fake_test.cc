@@ -1,0 +1,302 @@
+// SlurmBackend against a scripted slurmrestd: no double submit, wait's timing, stop, refresh.
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <nlohmann/json.hpp>
+
+#include "backend/slurm/job_script.h"
+#include "backend/slurm/slurm_backend.h"
+#include "fake_http.h"
+
+namespace nodus::backend::slurm {
+namespace {
+
+using namespace testing;
+using Clock = std::chrono::steady_clock;
+using std::chrono::milliseconds;
+
+// A fixture's job records renamed (and renumbered) as the job under test.
+std::string as_job(const std::string& file, const JobRecord& job, int64_t id) {
+  auto j = nlohmann::json::parse(fixture(file));
+  for (auto& r : j["jobs"]) {
+    r["name"] = slurm_job_name(job);
+    r["job_id"] = id;
+  }
+  return j.dump();
+}
+
+std::string jobs_list(const JobRecord& job, int64_t id) {
+  return as_job("job_running.json", job, id);
+}
+
+JobRecord test_job() {
+  JobRecord job;
+  job.id = 3;
+  job.created_at = 1795966160.5;
+  job.backend = "slurm";
+  job.argv = {"sleep", "1"};
+  return job;
+}
+
+WaitTiming fast_timing() {
+  WaitTiming t;
+  t.poll = milliseconds(20);
+  t.max_backoff = milliseconds(40);
+  t.output_tick = milliseconds(10);
+  t.quiet_failures = milliseconds(100);
+  t.lost_after = milliseconds(400);
+  t.submit_backoff = milliseconds(1);
+  return t;
+}
+
+struct Rig {
+  std::shared_ptr<FakeHttp::State> http = std::make_shared<FakeHttp::State>();
+  std::unique_ptr<Backend> backend;
+  Rig() {
+    auto settings = settings_for("http://127.0.0.1:6820", "tok-123456789", "alice");
+    backend = make_slurm_backend(fake_client(http, settings), fast_timing());
+  }
+};
+
+TEST(SlurmBackendSubmit, LostAnswerIsFoundByNameNotSubmittedTwice) {
+  Rig rig;
+  JobRecord job = test_job();
+  rig.http->handler = [&](const http::Request& r) -> Result<http::Response> {
+    if (r.method == "POST") return Error::retryable("POST ...: Operation timed out");
+    return reply(200, jobs_list(job, 42));
+  };
+  ASSERT_TRUE(rig.backend->submit(job, LaunchSpec{}).ok());
+  EXPECT_EQ(job.backend_id, "42");
+  EXPECT_EQ(rig.http->count("POST", "/job/submit"), 1);
+  EXPECT_EQ(job.log_path, "/tmp/nodus-slurm-test-jobs/" + slurm_job_name(job) + ".out");
+}
+
+TEST(SlurmBackendSubmit, RetriesWhenTheLostSubmitCreatedNothing) {
+  Rig rig;
+  JobRecord job = test_job();
+  rig.http->handler = [&](const http::Request& r) -> Result<http::Response> {
+    if (r.method == "POST")
+      return rig.http->count("POST", "") == 1 ? Result<http::Response>(Error::retryable("refused"))
+                                              : reply(200, fixture("submit_ok.json"));
+    return reply(200, R"({"errors":[],"jobs":[]})");
+  };
+  ASSERT_TRUE(rig.backend->submit(job, LaunchSpec{}).ok());
+  EXPECT_EQ(job.backend_id, "2");
+  EXPECT_EQ(rig.http->count("POST", "/job/submit"), 2);
+  EXPECT_EQ(rig.http->count("GET", "/jobs"), 1);
+}
+
+TEST(SlurmBackendSubmit, RejectionIsOneLineWithSlurmsWords) {
+  Rig rig;
+  JobRecord job = test_job();
+  rig.http->handler = [](const http::Request&) -> Result<http::Response> {
+    return reply(500, fixture("submit_error_2014.json"));
+  };
+  auto r = rig.backend->submit(job, LaunchSpec{});
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().exit_code, 125);
+  EXPECT_EQ(r.error().message.rfind("cannot submit the job to Slurm: ", 0), 0u);
+  EXPECT_NE(r.error().message.find("Requested node configuration is not available (2014)"),
+            std::string::npos);
+  EXPECT_TRUE(job.backend_id.empty());
+  EXPECT_EQ(rig.http->count("POST", ""), 1);
+}
+
+TEST(SlurmBackendWait, ReportsStartThenExitWithSlurmsTimes) {
+  Rig rig;
+  JobRecord job = test_job();
+  job.backend_id = "9";
+  rig.http->handler = [&](const http::Request&) -> Result<http::Response> {
+    return reply(
+        200, as_job(rig.http->requests.size() < 3 ? "job_running.json" : "job_failed_exit3.json",
+                    job, 9));
+  };
+  auto deadline = Clock::now() + std::chrono::seconds(5);
+  auto started = rig.backend->wait(job, deadline, -1);
+  ASSERT_TRUE(started.ok()) << started.error().message;
+  EXPECT_EQ(started->kind, Event::Kind::kStarted);
+  EXPECT_EQ(started->started_at, 1795966165);
+  EXPECT_EQ(job.started_at, 1795966165);
+  auto exited = rig.backend->wait(job, deadline, -1);
+  ASSERT_TRUE(exited.ok());
+  ASSERT_EQ(exited->kind, Event::Kind::kExited);
+  EXPECT_EQ(exited->outcome.exit_code, 3);
+  EXPECT_EQ(exited->outcome.started_at, 1795966165);  // the failed job's own record
+  EXPECT_LT(Clock::now(), deadline);
+}
+
+TEST(SlurmBackendWait, WakeFdEndsTheWaitAtOnce) {
+  Rig rig;
+  JobRecord job = test_job();
+  job.backend_id = "4";
+  rig.http->handler = [&](const http::Request&) -> Result<http::Response> {
+    return reply(200, as_job("job_pending.json", job, 4));
+  };
+  int fds[2];
+  ASSERT_EQ(pipe(fds), 0);
+  auto t0 = Clock::now();
+  auto waiting = rig.backend->wait(job, t0 + milliseconds(300), fds[0]);
+  ASSERT_TRUE(waiting.ok());
+  EXPECT_EQ(waiting->kind, Event::Kind::kDeadline);
+  ASSERT_EQ(write(fds[1], "x", 1), 1);
+  t0 = Clock::now();
+  auto woken = rig.backend->wait(job, t0 + std::chrono::seconds(10), fds[0]);
+  ASSERT_TRUE(woken.ok());
+  EXPECT_EQ(woken->kind, Event::Kind::kWoken);
+  EXPECT_LT(Clock::now() - t0, milliseconds(500));
+  close(fds[0]);
+  close(fds[1]);
+}
+
+TEST(SlurmBackendWait, NeverWaitsPastTheDeadline) {
+  Rig rig;
+  JobRecord job = test_job();
+  job.backend_id = "4";
+  rig.http->handler = [&](const http::Request&) -> Result<http::Response> {
+    return reply(200, as_job("job_pending.json", job, 4));
+  };
+  auto deadline = Clock::now() + milliseconds(250);
+  auto r = rig.backend->wait(job, deadline, -1);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->kind, Event::Kind::kDeadline);
+  EXPECT_GE(Clock::now(), deadline);
+  EXPECT_LT(Clock::now() - deadline, milliseconds(200));
+  EXPECT_GE(rig.http->count("GET", "/job/4"), 3);  // it kept polling meanwhile
+}
+
+TEST(SlurmBackendWait, ForgottenJobIsAPermanentError) {
+  Rig rig;
+  JobRecord job = test_job();
+  job.backend_id = "99999";
+  rig.http->handler = [](const http::Request&) -> Result<http::Response> {
+    return reply(500, fixture("job_unknown_2017.json"));
+  };
+  auto r = rig.backend->wait(job, Clock::now() + std::chrono::seconds(2), -1);
+  ASSERT_FALSE(r.ok());
+  EXPECT_FALSE(r.error().retryable());
+  EXPECT_NE(r.error().message.find("no longer knows job 99999"), std::string::npos);
+}
+
+TEST(SlurmBackendWait, JobIdReusedByAnotherJobIsAnError) {
+  Rig rig;
+  JobRecord job = test_job();
+  job.backend_id = "5";
+  rig.http->handler = [](const http::Request&) -> Result<http::Response> {
+    return reply(200, fixture("job_running.json"));  // Slurm job 5 is named "run"
+  };
+  auto r = rig.backend->wait(job, Clock::now() + std::chrono::seconds(2), -1);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message.find("is 'run', not nodus job 3"), std::string::npos);
+}
+
+TEST(SlurmBackendWait, OutageIsReportedAfterAWhileThenGivenUp) {
+  Rig rig;
+  JobRecord job = test_job();
+  job.backend_id = "4";
+  rig.http->handler = [](const http::Request&) -> Result<http::Response> {
+    return Error::retryable("GET ...: Couldn't connect to server");
+  };
+  auto quiet = rig.backend->wait(job, Clock::now() + milliseconds(50), -1);
+  ASSERT_TRUE(quiet.ok());  // a short outage is not news
+  EXPECT_EQ(quiet->kind, Event::Kind::kDeadline);
+  auto reported = rig.backend->wait(job, Clock::now() + milliseconds(150), -1);
+  ASSERT_FALSE(reported.ok());
+  EXPECT_TRUE(reported.error().retryable());
+  Result<Event> last = reported;
+  for (int i = 0; i < 20 && !last.ok() && last.error().retryable(); ++i)
+    last = rig.backend->wait(job, Clock::now() + milliseconds(50), -1);
+  ASSERT_FALSE(last.ok());
+  EXPECT_FALSE(last.error().retryable());
+  EXPECT_NE(last.error().message.find("lost track of Slurm job 4"), std::string::npos);
+}
+
+TEST(SlurmBackendStop, PoliteStopOfAQueuedJobCancelsIt) {
+  Rig rig;
+  JobRecord job = test_job();
+  job.backend_id = "15";
+  rig.http->handler = [](const http::Request& r) -> Result<http::Response> {
+    if (r.url.find("signal=") != std::string::npos)
+      return reply(500,
+                   R"({"errors":[{"error_number":2020,"error":"Job can not be altered now"}]})");
+    return reply(200, fixture("delete_ok.json"));
+  };
+  ASSERT_TRUE(rig.backend->signal(job, SIGTERM).ok());
+  EXPECT_EQ(rig.http->count("DELETE", "/job/15?signal=TERM"), 1);
+  EXPECT_EQ(rig.http->count("DELETE", ""), 2);
+}
+
+TEST(SlurmBackendStop, KillOfAJobSlurmForgotSucceeds) {
+  Rig rig;
+  JobRecord job = test_job();
+  job.backend_id = "99999";
+  rig.http->handler = [](const http::Request&) -> Result<http::Response> {
+    return reply(500, fixture("job_unknown_2017.json"));
+  };
+  EXPECT_TRUE(rig.backend->kill(job).ok());
+}
+
+TEST(SlurmBackendRefresh, FinishedJobGetsStateTimesAndCost) {
+  Rig rig;
+  JobRecord job = test_job();
+  job.backend_id = "6";
+  job.state = JobState::kRunning;
+  job.gpu_count = 2;
+  job.rate_per_gpu_hour = 3600;
+  rig.http->handler = [&](const http::Request&) -> Result<http::Response> {
+    return reply(200, as_job("job_cancelled.json", job, 6));
+  };
+  auto changed = rig.backend->refresh(job);
+  ASSERT_TRUE(changed.ok());
+  EXPECT_TRUE(*changed);
+  EXPECT_EQ(job.state, JobState::kStopped);
+  EXPECT_EQ(job.exit_code, 143);
+  EXPECT_EQ(job.started_at, 1795966165);
+  EXPECT_EQ(job.ended_at, 1795966167);
+  EXPECT_DOUBLE_EQ(job.cost, 2 * 1.0 * 2);  // 2 GPUs x $1/s x 2 s
+  auto again = rig.backend->refresh(job);
+  ASSERT_TRUE(again.ok());
+  EXPECT_FALSE(*again);  // final states never change
+}
+
+TEST(SlurmBackendRefresh, JobWithoutIdIsReconciledByName) {
+  Rig rig;
+  JobRecord job = test_job();
+  job.state = JobState::kWaiting;
+  rig.http->handler = [&](const http::Request&) -> Result<http::Response> {
+    return reply(200, jobs_list(job, 77));
+  };
+  auto changed = rig.backend->refresh(job);
+  ASSERT_TRUE(changed.ok()) << changed.error().message;
+  EXPECT_TRUE(*changed);
+  EXPECT_EQ(job.backend_id, "77");
+  EXPECT_EQ(job.state, JobState::kRunning);
+  EXPECT_EQ(rig.http->count("GET", "/jobs"), 1);
+}
+
+TEST(SlurmBackendRefresh, JobNeverSubmittedStaysAsItIs) {
+  Rig rig;
+  JobRecord job = test_job();
+  job.state = JobState::kWaiting;
+  rig.http->handler = [](const http::Request&) -> Result<http::Response> {
+    return reply(200, R"({"errors":[],"jobs":[]})");
+  };
+  auto changed = rig.backend->refresh(job);
+  ASSERT_TRUE(changed.ok());
+  EXPECT_FALSE(*changed);
+  EXPECT_TRUE(job.backend_id.empty());
+}
+
+TEST(SlurmBackendConfig, MissingUrlIsAnErrorOfTheFirstCallNotOfConstruction) {
+  unsetenv("NODUS_SLURM_URL");
+  auto backend = nodus::backend::make_slurm_backend();
+  EXPECT_EQ(backend->name(), "slurm");
+  JobRecord job = test_job();
+  auto r = backend->submit(job, LaunchSpec{});
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message.find("NODUS_SLURM_URL is not set"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace nodus::backend::slurm

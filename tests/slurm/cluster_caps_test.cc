@@ -1,0 +1,183 @@
+// Caps on the real cluster: nodus stops a job at its deadline itself, within 2 s, instead of
+// waiting for Slurm's minute-granular time limit. These tests drive the backend the way the
+// engine's loop does: wait until the deadline, then signal / kill.
+
+#include <gtest/gtest.h>
+
+#include <csignal>
+
+#include "billing/catalog.h"
+#include "cluster.h"
+
+namespace nodus::backend::slurm {
+namespace {
+
+using namespace testing;
+using Clock = std::chrono::steady_clock;
+
+Clock::time_point steady_at(double unix_seconds) {
+  return Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                            std::chrono::duration<double>(unix_seconds - unix_now()));
+}
+
+// Waits for kStarted; returns Slurm's start time.
+std::optional<double> wait_started(Backend& backend, JobRecord& job) {
+  for (int i = 0; i < 60; ++i) {
+    auto e = backend.wait(job, Clock::now() + std::chrono::seconds(1), -1);
+    if (!e) {
+      ADD_FAILURE() << e.error().message;
+      return std::nullopt;
+    }
+    if (e->kind == Event::Kind::kStarted) return e->started_at;
+    if (e->kind == Event::Kind::kExited) break;
+  }
+  ADD_FAILURE() << "job did not start";
+  return std::nullopt;
+}
+
+// Waits until `deadline`, failing if the job ends first.
+void wait_until(Backend& backend, JobRecord& job, Clock::time_point deadline) {
+  for (;;) {
+    auto e = backend.wait(job, deadline, -1);
+    ASSERT_TRUE(e.ok()) << e.error().message;
+    ASSERT_NE(e->kind, Event::Kind::kExited) << "the job ended before its deadline";
+    if (e->kind == Event::Kind::kDeadline) {
+      EXPECT_LT(Clock::now() - deadline, std::chrono::milliseconds(500)) << "wait overshot";
+      return;
+    }
+  }
+}
+
+bool is_final_state(const SlurmJob& r) { return phase_of(r.state) == Phase::kFinal; }
+
+TEST(SlurmClusterCaps, TimeoutCancelsTheJobWithinTwoSecondsOfTheDeadline) {
+  REQUIRE_SLURM_CLUSTER();
+  JobDir dir;
+  auto settings = cluster_settings(dir);
+  auto backend = cluster_backend(settings);
+  auto rest = cluster_client(settings);
+  JobRecord job = new_job({"sleep", "300"}, dir);
+  job.timeout_ms = 4000;
+  ASSERT_TRUE(backend->submit(job, quiet()).ok());
+  auto started = wait_started(*backend, job);
+  ASSERT_TRUE(started);
+  double deadline = *started + 4.0;
+  wait_until(*backend, job, steady_at(deadline));
+  ASSERT_TRUE(backend->kill(job).ok());
+  auto ended = poll_until(*rest, std::stoll(job.backend_id), is_final_state, 10);
+  double seen = unix_now();
+  ASSERT_TRUE(ended);
+  EXPECT_EQ(ended->state, "CANCELLED");
+  EXPECT_LE(seen - deadline, 2.0);
+  EXPECT_LE(ended->end_time, deadline + 2.0);
+  auto outcome = wait_to_end(*backend, job, 10);
+  ASSERT_TRUE(outcome);
+  EXPECT_EQ(outcome->signal, SIGTERM);
+  EXPECT_EQ(outcome->exit_code, 143);
+}
+
+TEST(SlurmClusterCaps, CostCapTermsGraceEarlyAndKillsAtTheCap) {
+  REQUIRE_SLURM_CLUSTER();
+  JobDir dir;
+  auto settings = cluster_settings(dir);
+  auto backend = cluster_backend(settings);
+  auto rest = cluster_client(settings);
+  // Ignores SIGTERM: only the kill at the cap can stop it.
+  JobRecord job =
+      new_job({"bash", "-c", "trap 'echo got TERM' TERM; while true; do sleep 0.2; done"}, dir);
+  job.gpu_type = "L4";
+  job.gpu_count = 1;
+  job.rate_per_gpu_hour = 3600;  // $1 a second
+  job.max_cost = 6;
+  job.grace_ms = 2000;
+  ASSERT_TRUE(backend->submit(job, quiet()).ok());
+  auto started = wait_started(*backend, job);
+  ASSERT_TRUE(started);
+  double cap = *started + billing::cap_seconds(*job.max_cost, 1, job.rate_per_gpu_hour);
+  wait_until(*backend, job, steady_at(cap - 2.0));
+  ASSERT_TRUE(backend->signal(job, SIGTERM).ok());
+  wait_until(*backend, job, steady_at(cap));
+  ASSERT_TRUE(backend->kill(job).ok());
+  // Slurm ends the job (and its billing: end_time) at the cancel. Processes that ignore SIGTERM
+  // linger as COMPLETING until slurmd's SIGKILL, which comes no sooner than 5 s later.
+  auto ended = poll_until(
+      *rest, std::stoll(job.backend_id),
+      [](const SlurmJob& r) { return r.state == "COMPLETING" || is_final_state(r); }, 10);
+  ASSERT_TRUE(ended);
+  EXPECT_LE(unix_now() - cap, 2.0);
+  EXPECT_LE(ended->end_time, cap + 2.0);
+  EXPECT_EQ(ended->time_limit_minutes, 1);  // Slurm's own net: the cap rounded up
+  auto outcome = wait_to_end(*backend, job, 15);
+  ASSERT_TRUE(outcome);
+  EXPECT_LE(unix_now() - cap, 2.0 + 7.0);
+  EXPECT_EQ(outcome->ended_at, ended->end_time);
+  double billed =
+      billing::cost_usd(1, job.rate_per_gpu_hour, outcome->ended_at - outcome->started_at);
+  EXPECT_LE(billed, *job.max_cost + 2.0);  // Slurm's times are whole seconds
+  EXPECT_NE(dir.read(job.log_path).find("got TERM"), std::string::npos);
+}
+
+TEST(SlurmClusterStop, TermReachesTheProgramWhichChoosesItsExit) {
+  REQUIRE_SLURM_CLUSTER();
+  JobDir dir;
+  auto backend = cluster_backend(cluster_settings(dir));
+  JobRecord job = new_job(
+      {"bash", "-c", "trap 'echo got TERM; exit 7' TERM; echo ready; sleep 60 & wait"}, dir);
+  ASSERT_TRUE(backend->submit(job, quiet()).ok());
+  ASSERT_TRUE(wait_started(*backend, job));
+  // The trap must be in place before the signal: wait for the script's first line.
+  for (int i = 0; i < 100 && dir.read(job.log_path).find("ready") == std::string::npos; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  ASSERT_TRUE(backend->signal(job, SIGTERM).ok());
+  auto outcome = wait_to_end(*backend, job, 20);
+  ASSERT_TRUE(outcome);
+  EXPECT_EQ(outcome->exit_code, 7);
+  EXPECT_NE(dir.read(job.log_path).find("got TERM"), std::string::npos);
+}
+
+TEST(SlurmClusterStop, CancelEndsARunningJob) {
+  REQUIRE_SLURM_CLUSTER();
+  JobDir dir;
+  auto backend = cluster_backend(cluster_settings(dir));
+  JobRecord job = new_job({"sleep", "300"}, dir);
+  ASSERT_TRUE(backend->submit(job, quiet()).ok());
+  ASSERT_TRUE(wait_started(*backend, job));
+  double t0 = unix_now();
+  ASSERT_TRUE(backend->kill(job).ok());
+  auto outcome = wait_to_end(*backend, job, 10);
+  ASSERT_TRUE(outcome);
+  EXPECT_EQ(outcome->exit_code, 143);
+  EXPECT_LE(outcome->ended_at, t0 + 2.0);
+  EXPECT_TRUE(backend->kill(job).ok());  // again, after the end: still fine
+}
+
+TEST(SlurmClusterStop, PoliteStopOfAQueuedJobTakesItOffTheQueue) {
+  REQUIRE_SLURM_CLUSTER();
+  JobDir dir;
+  auto settings = cluster_settings(dir);
+  auto backend = cluster_backend(settings);
+  auto rest = cluster_client(settings);
+  JobRecord holder = new_job({"sleep", "120"}, dir);
+  holder.gpu_type = "L4";
+  holder.gpu_count = 2;  // every L4 there is
+  JobRecord queued = new_job({"true"}, dir);
+  queued.gpu_type = "L4";
+  queued.gpu_count = 2;
+  ASSERT_TRUE(backend->submit(holder, quiet()).ok());
+  ASSERT_TRUE(backend->submit(queued, quiet()).ok());
+  auto pending = poll_until(
+      *rest, std::stoll(queued.backend_id), [](const SlurmJob& r) { return r.state == "PENDING"; },
+      5);
+  ASSERT_TRUE(pending) << "the second L4:2 job should wait for the first";
+  ASSERT_TRUE(backend->signal(queued, SIGTERM).ok());
+  auto ended = poll_until(*rest, std::stoll(queued.backend_id), is_final_state, 5);
+  ASSERT_TRUE(ended);
+  EXPECT_EQ(ended->state, "CANCELLED");
+  auto outcome = wait_to_end(*backend, queued, 10);
+  ASSERT_TRUE(outcome);
+  EXPECT_EQ(outcome->started_at, outcome->ended_at);  // never ran: nothing to bill
+  ASSERT_TRUE(backend->kill(holder).ok());
+}
+
+}  // namespace
+}  // namespace nodus::backend::slurm

@@ -1,0 +1,180 @@
+// How a nodus job becomes a Slurm submission: name, script, environment, GPUs, time limit.
+
+#include "backend/slurm/job_script.h"
+
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+
+#include "billing/catalog.h"
+#include "fake_http.h"
+
+namespace nodus::backend::slurm {
+namespace {
+
+using testing::settings_for;
+
+JobRecord job_with(std::vector<std::string> argv) {
+  JobRecord job;
+  job.id = 7;
+  job.created_at = 1795966164.25;
+  job.argv = std::move(argv);
+  return job;
+}
+
+// Runs `script` with bash and returns its stdout.
+std::string run_script(const std::string& script) {
+  char path[] = "/tmp/nodus-slurm-script-XXXXXX";
+  int fd = mkstemp(path);
+  EXPECT_GE(fd, 0);
+  close(fd);
+  std::ofstream(path) << script;
+  std::string out;
+  FILE* p = popen(("bash " + std::string(path)).c_str(), "r");
+  char buf[256];
+  while (size_t n = fread(buf, 1, sizeof buf, p)) out.append(buf, n);
+  pclose(p);
+  unlink(path);
+  return out;
+}
+
+TEST(SlurmJobName, IsDerivedFromIdAndCreationTime) {
+  JobRecord job = job_with({"true"});
+  EXPECT_EQ(slurm_job_name(job), "nodus-7-1795966164250");
+  JobRecord other = job;
+  other.created_at += 0.001;
+  EXPECT_NE(slurm_job_name(other), slurm_job_name(job));
+  EXPECT_EQ(output_path(settings_for("unix:///s.sock"), job),
+            "/tmp/nodus-slurm-test-jobs/nodus-7-1795966164250.out");
+}
+
+TEST(SlurmJobScript, ArgumentsStayData) {
+  std::vector<std::string> argv = {"printf", "%s\\n", "two words",  "it's",      "$(echo injected)",
+                                   "`id`",   "a\"b",  "semi;colon", "new\nline", ""};
+  std::string out = run_script(job_script(job_with(argv)));
+  EXPECT_EQ(out, "two words\nit's\n$(echo injected)\n`id`\na\"b\nsemi;colon\nnew\nline\n\n");
+}
+
+TEST(SlurmJobScript, ExecsTheProgramSoItsStatusIsTheJobs) {
+  std::string script = job_script(job_with({"bash", "-c", "exit 3"}));
+  EXPECT_NE(script.find("exec 'bash' '-c' 'exit 3'"), std::string::npos) << script;
+  EXPECT_EQ(script.rfind("#!/bin/bash\n", 0), 0u);
+}
+
+TEST(SlurmTimeLimit, IsTheEarlierOfTimeoutAndCostCapRoundedUp) {
+  JobRecord job = job_with({"true"});
+  EXPECT_FALSE(time_limit_minutes(job).has_value());
+  job.timeout_ms = 90'000;
+  EXPECT_EQ(time_limit_minutes(job), 2);
+  job.timeout_ms = 60'000;
+  EXPECT_EQ(time_limit_minutes(job), 1);
+  job.timeout_ms = 500;
+  EXPECT_EQ(time_limit_minutes(job), 1);  // never 0: Slurm reads 0 as "no limit"
+  job.timeout_ms = 3 * 3600 * 1000;
+  job.gpu_count = 2;
+  job.rate_per_gpu_hour = 3.0;
+  job.max_cost = 1.0;  // $6/h: the cap is reached after 10 minutes
+  EXPECT_EQ(time_limit_minutes(job),
+            static_cast<int>(std::ceil(billing::cap_seconds(1.0, 2, 3.0) / 60)));
+  EXPECT_EQ(time_limit_minutes(job), 10);
+  job.timeout_ms.reset();
+  EXPECT_EQ(time_limit_minutes(job), 10);
+}
+
+TEST(SlurmEnvironment, SendsPathAndLaunchEnvButNeverTheToken) {
+  auto settings = settings_for("http://127.0.0.1:6820", "eyJsecret.token.value");
+  LaunchSpec spec;
+  spec.env = {{"NODUS_JOB_ID", "7"},
+              {"FOO", "bar"},
+              {"SLURM_JWT", "eyJsecret.token.value"},
+              {"COPY", "x=eyJsecret.token.value"}};
+  auto env = job_environment(spec, settings);
+  EXPECT_FALSE(env["PATH"].empty());
+  EXPECT_EQ(env["NODUS_JOB_ID"], "7");
+  EXPECT_EQ(env["FOO"], "bar");
+  EXPECT_EQ(env.count("SLURM_JWT"), 0u);
+  EXPECT_EQ(env.count("COPY"), 0u);
+  spec.env["PATH"] = "/opt/x/bin";
+  EXPECT_EQ(job_environment(spec, settings)["PATH"], "/opt/x/bin");
+}
+
+TEST(SlurmGres, MapsCatalogTypesToGresTypes) {
+  auto settings = settings_for("unix:///s.sock");
+  EXPECT_EQ(gres_request("H100-SXM", 2, settings), "gpu:h100:2");
+  EXPECT_EQ(gres_request("L4", 1, settings), "gpu:l4:1");
+  EXPECT_EQ(gres_request("", 3, settings), "gpu:3");
+  EXPECT_EQ(gres_request("H100-SXM", 0, settings), "");
+  auto mapped = make_settings("unix:///s.sock", "", "", "", "H100-SXM=hopper, l4=ada", "", "");
+  ASSERT_TRUE(mapped.ok());
+  EXPECT_EQ(gres_request("h100-sxm", 8, *mapped), "gpu:hopper:8");
+  EXPECT_EQ(gres_request("L4", 1, *mapped), "gpu:ada:1");
+  EXPECT_EQ(gres_request("A100", 1, *mapped), "gpu:a100:1");
+}
+
+TEST(SlurmBuildSubmit, FillsEveryField) {
+  auto settings = settings_for("unix:///s.sock");
+  JobRecord job = job_with({"python", "train.py"});
+  job.workdir = "/home/me/project";
+  job.gpu_type = "H100-SXM";
+  job.gpu_count = 4;
+  job.timeout_ms = 120'000;
+  job.image = "/images/torch";
+  LaunchSpec spec;
+  spec.env = {{"NODUS_JOB_ID", "7"}};
+  auto r = build_submit(job, spec, settings);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->name, "nodus-7-1795966164250");
+  EXPECT_EQ(r->working_dir, "/home/me/project");
+  EXPECT_EQ(r->output_path, "/tmp/nodus-slurm-test-jobs/nodus-7-1795966164250.out");
+  EXPECT_EQ(r->gres, "gpu:h100:4");
+  EXPECT_EQ(r->time_limit_minutes, 2);
+  EXPECT_EQ(r->container, "/images/torch");
+  EXPECT_EQ(r->env.at("NODUS_JOB_ID"), "7");
+  job.workdir.clear();
+  EXPECT_EQ(build_submit(job, spec, settings)->working_dir, "/tmp/nodus-slurm-test-jobs");
+  job.argv.clear();
+  EXPECT_FALSE(build_submit(job, spec, settings).ok());
+}
+
+TEST(SlurmSettings, ReadsSocketAndHttpEndpoints) {
+  auto unix_socket = make_settings("unix:///run/slurmrestd.sock", "", "", "", "", "", "");
+  ASSERT_TRUE(unix_socket.ok());
+  EXPECT_EQ(unix_socket->unix_socket, "/run/slurmrestd.sock");
+  EXPECT_FALSE(unix_socket->uses_jwt());
+  EXPECT_EQ(unix_socket->user, "");  // rest_auth/local goes by the peer's uid
+  EXPECT_EQ(unix_socket->describe(), "slurmrestd at unix socket /run/slurmrestd.sock");
+
+  auto tcp = make_settings("https://slurm.example:6820/", "tok", "", "", "", "", "");
+  ASSERT_TRUE(tcp.ok());
+  EXPECT_EQ(tcp->base_url, "https://slurm.example:6820");
+  EXPECT_TRUE(tcp->uses_jwt());
+  EXPECT_FALSE(tcp->user.empty());  // the login name
+  EXPECT_EQ(tcp->describe().find("tok"), std::string::npos);
+}
+
+TEST(SlurmSettings, BadValuesAreOneLineErrorsNamingThem) {
+  auto none = make_settings("", "", "", "", "", "", "");
+  ASSERT_FALSE(none.ok());
+  EXPECT_NE(none.error().message.find("NODUS_SLURM_URL"), std::string::npos);
+  auto relative = make_settings("unix://run/x.sock", "", "", "", "", "", "");
+  ASSERT_FALSE(relative.ok());
+  EXPECT_NE(relative.error().message.find("absolute path"), std::string::npos);
+  auto scheme = make_settings("ftp://host", "", "", "", "", "", "");
+  ASSERT_FALSE(scheme.ok());
+  EXPECT_NE(scheme.error().message.find("'ftp://host'"), std::string::npos);
+  auto gres = make_settings("unix:///s", "", "", "", "H100", "", "");
+  ASSERT_FALSE(gres.ok());
+  EXPECT_NE(gres.error().message.find("'H100'"), std::string::npos);
+  auto workdir = make_settings("unix:///s", "", "", "", "", "jobs", "");
+  ASSERT_FALSE(workdir.ok());
+  for (const auto& r : {none, relative, scheme, gres, workdir}) {
+    EXPECT_EQ(r.error().message.find('\n'), std::string::npos);
+    EXPECT_EQ(r.error().exit_code, 125);
+  }
+}
+
+}  // namespace
+}  // namespace nodus::backend::slurm

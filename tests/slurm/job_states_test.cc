@@ -1,0 +1,98 @@
+// What Slurm's job states and raw wait statuses mean for nodus.
+
+#include "backend/slurm/job_states.h"
+
+#include <gtest/gtest.h>
+
+#include <csignal>
+
+#include "core/error.h"
+#include "fake_http.h"
+
+namespace nodus::backend::slurm {
+namespace {
+
+SlurmJob from_fixture(const std::string& file) {
+  auto api = std::move(*make_api("v0.0.38"));
+  return api->parse_jobs(testing::fixture(file))->at(0);
+}
+
+TEST(SlurmPhase, SortsStatesIntoQueuedRunningFinal) {
+  for (const char* s : {"PENDING", "REQUEUED", "CONFIGURING"})
+    EXPECT_EQ(phase_of(s), Phase::kQueued) << s;
+  for (const char* s : {"RUNNING", "SUSPENDED", "COMPLETING"})
+    EXPECT_EQ(phase_of(s), Phase::kRunning) << s;
+  for (const char* s : {"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", "OUT_OF_MEMORY",
+                        "PREEMPTED", "BOOT_FAIL", "DEADLINE"})
+    EXPECT_EQ(phase_of(s), Phase::kFinal) << s;
+}
+
+TEST(SlurmWaitStatus, DecodesExitCodesAndSignals) {
+  EXPECT_EQ(decode_wait_status(0).exit_code, 0);
+  EXPECT_EQ(decode_wait_status(768).exit_code, 3);
+  EXPECT_FALSE(decode_wait_status(768).signal.has_value());
+  EXPECT_EQ(decode_wait_status(15).exit_code, 143);
+  EXPECT_EQ(decode_wait_status(15).signal, SIGTERM);
+  EXPECT_EQ(decode_wait_status(9).exit_code, 137);
+  EXPECT_EQ(decode_wait_status(36608).exit_code, 143);  // a script that trapped TERM: exit 143
+  EXPECT_EQ(decode_wait_status(127 << 8).exit_code, 127);
+}
+
+TEST(SlurmOutcome, FollowsSlurmsRecord) {
+  Outcome ok = outcome_of(from_fixture("job_completed.json"));
+  EXPECT_EQ(ok.exit_code, 0);
+  Outcome three = outcome_of(from_fixture("job_failed_exit3.json"));
+  EXPECT_EQ(three.exit_code, 3);
+  EXPECT_FALSE(three.signal.has_value());
+  Outcome cancelled = outcome_of(from_fixture("job_cancelled.json"));
+  EXPECT_EQ(cancelled.exit_code, 143);
+  EXPECT_EQ(cancelled.signal, SIGTERM);
+  EXPECT_EQ(cancelled.started_at, 1795966165);  // Slurm's start_time: queue time is not billed
+  EXPECT_EQ(cancelled.ended_at, 1795966167);
+}
+
+TEST(SlurmOutcome, JobCancelledWhileQueuedHasZeroLength) {
+  Outcome o = outcome_of(from_fixture("job_cancelled_pending.json"));
+  EXPECT_EQ(o.exit_code, 143);
+  EXPECT_EQ(o.started_at, o.ended_at);
+}
+
+TEST(SlurmOutcome, SlurmsTimeLimitGivesTimeoutsExitCode) {
+  SlurmJob j = from_fixture("job_timeout.json");
+  ASSERT_EQ(j.state, "TIMEOUT");
+  EXPECT_EQ(outcome_of(j).exit_code, exit_code::kTimeout);
+  EXPECT_GE(j.end_time - j.start_time, 60);
+}
+
+TEST(SlurmOutcome, FailureStatesNeverExitZero) {
+  SlurmJob j;
+  j.state = "NODE_FAIL";
+  j.start_time = 10;
+  j.end_time = 20;
+  EXPECT_NE(outcome_of(j).exit_code, 0);
+}
+
+TEST(SlurmFinalState, MapsToNodusStates) {
+  JobRecord job;
+  EXPECT_EQ(final_state_of(from_fixture("job_completed.json"), job), JobState::kCompleted);
+  EXPECT_EQ(final_state_of(from_fixture("job_failed_exit3.json"), job), JobState::kFailed);
+  EXPECT_EQ(final_state_of(from_fixture("job_cancelled.json"), job), JobState::kStopped);
+  SlurmJob timeout = from_fixture("job_timeout.json");
+  job.timeout_ms = 60'000;
+  EXPECT_EQ(final_state_of(timeout, job), JobState::kTimeout);
+  job.gpu_count = 1;
+  job.rate_per_gpu_hour = 3600;  // $1 a second
+  job.max_cost = 30;             // the cap came first
+  EXPECT_EQ(final_state_of(timeout, job), JobState::kCostCap);
+}
+
+TEST(SlurmSignalName, NamesWhatSlurmrestdAccepts) {
+  EXPECT_EQ(signal_name(SIGTERM), "TERM");
+  EXPECT_EQ(signal_name(SIGKILL), "KILL");
+  EXPECT_EQ(signal_name(SIGUSR1), "USR1");
+  EXPECT_FALSE(signal_name(0).has_value());
+  EXPECT_FALSE(signal_name(SIGSEGV).has_value());
+}
+
+}  // namespace
+}  // namespace nodus::backend::slurm
