@@ -41,6 +41,8 @@ class StatusLine {
 int supervise() {
   std::string text((std::istreambuf_iterator<char>(std::cin)), std::istreambuf_iterator<char>());
   engine::Ticket ticket = engine::Ticket::from_json(text);
+  // Whoever started us may stop reading the status line (a sweep does not wait for it).
+  std::signal(SIGPIPE, SIG_IGN);
   int null = open("/dev/null", O_RDONLY | O_CLOEXEC);
   dup2(null, 0);
   close(null);

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <sstream>
+
 #include "cli/fixtures.h"
 
 namespace nodus::testing {
@@ -85,8 +87,23 @@ TEST(Estimate, ReproducesTheWorkedExampleToTheCent) {
   NodusHome home;
   auto r = home.run({"estimate", "--gpu", "H100:8", "--hours", "24", "--util", "40", "--format", "csv"});
   ASSERT_EQ(r.code, 0) << r.err;
-  for (const char* figure : {"499.2", "299.52", "332.8", "249.6", "210.19"})
-    EXPECT_NE(r.out.find(figure), std::string::npos) << figure << " in\n" << r.out;
+  std::istringstream rows(r.out);
+  std::string line;
+  std::getline(rows, line);  // header: util,wall_hours,cost,idle_usd,saved
+  std::vector<std::vector<double>> got;
+  while (std::getline(rows, line)) {
+    std::vector<double> v;
+    std::istringstream cells(line);
+    for (std::string cell; std::getline(cells, cell, ',');) v.push_back(std::stod(cell));
+    got.push_back(v);
+  }
+  ASSERT_EQ(got.size(), 4u) << r.out;
+  EXPECT_NEAR(got[0][2], 499.20, 0.005);
+  EXPECT_NEAR(got[0][3], 299.52, 0.005);
+  EXPECT_NEAR(got[1][1], 16, 1e-9);
+  EXPECT_NEAR(got[1][2], 332.80, 0.005);
+  EXPECT_NEAR(got[2][2], 249.60, 0.005);
+  EXPECT_NEAR(got[3][2], 210.19, 0.005);
   auto t = home.run({"estimate", "--gpu", "H100:8", "--hours", "24", "--util", "40"});
   for (const char* figure : {"$499.20", "$299.52", "16 h", "$332.80", "12 h", "$249.60", "10.1 h", "$210.19"})
     EXPECT_NE(t.out.find(figure), std::string::npos) << figure << " in\n" << t.out;

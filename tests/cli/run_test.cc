@@ -191,7 +191,7 @@ TEST(Run, JobSeesItsGpusAndNoneWhenCpuOnly) {
 
 TEST(Run, SecretEnvValuesNeverReachTheStore) {
   NodusHome home;
-  auto r = home.run({"run", "--env", "HF_TOKEN=hf_supersecret", "--env", "MODE=fast", "--", "sh", "-c", "test \"$HF_TOKEN\" = hf_supersecret"});
+  auto r = home.run({"run", "--env", "HF_TOKEN=hf_supersecret", "--env", "MODE=fast", "--", "sh", "-c", "test \"$HF_TOKEN\" = hf_super\"\"secret"});
   EXPECT_EQ(r.code, 0) << "the job gets the real value";
   auto db = read_file(home.file("nodus.db")) + read_file(home.file("nodus.db-wal"));
   EXPECT_EQ(db.find("hf_supersecret"), std::string::npos);

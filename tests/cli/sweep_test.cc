@@ -139,8 +139,9 @@ TEST(Sweep, KilledSweepKeepsFinishedCellsAndResumes) {
 
 TEST(Sweep, ShowPrintsTheSameTableInEveryFormat) {
   NodusHome home;
-  std::string script = "echo '{\"samples_per_sec\": '$((100 * {w}))', \"data_wait\": 0.1}' >> $NODUS_METRICS; "
-                       "echo '{\"samples_per_sec\": '$((100 * {w}))', \"data_wait\": 0.1}' >> $NODUS_METRICS";
+  // JSON braces are written {{ }}: single braces are placeholders.
+  std::string script = "echo '{{\"samples_per_sec\": '$((100 * {w}))', \"data_wait\": 0.1}}' >> $NODUS_METRICS; "
+                       "echo '{{\"samples_per_sec\": '$((100 * {w}))', \"data_wait\": 0.1}}' >> $NODUS_METRICS";
   auto r = home.run({"sweep", "--param", "w=1,4", "--", "sh", "-c", script});
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_NE(r.out.find("w=4: 4.0x the throughput of w=1"), std::string::npos) << r.out;
@@ -157,7 +158,7 @@ TEST(Sweep, MetricRegexReadsThroughputFromOutput) {
   NodusHome home;
   auto r = home.run({"sweep", "--param", "n=1,2", "--metric-regex", "samples_per_sec='train_samples_per_second': ([0-9.]+)",
                      "--format", "json", "--", "sh", "-c",
-                     "echo \"{'train_samples_per_second': 12.5}\"; echo \"{'train_samples_per_second': 1{n}.5}\""});
+                     "echo \"{{'train_samples_per_second': 12.5}}\"; echo \"{{'train_samples_per_second': 1{n}.5}}\""});
   ASSERT_EQ(r.code, 0) << r.err;
   auto j = nlohmann::json::parse(r.out.substr(r.out.find('{')));
   EXPECT_DOUBLE_EQ(j["cells"][1]["throughput"].get<double>(), 12.5);
