@@ -14,7 +14,7 @@ SweepResults load_sweep_results(store::Store& store, const store::SweepRecord& s
   if (grid) grid_cells = sweep::expand(*grid);
   for (const auto& cell : grid_cells) {
     sweep::CellResult r;
-    r.index = cell.index;
+    r.index = cell.index + 1;  // cells are numbered from 1 wherever users see them
     r.params = cell.params;
     auto it = attempts.find(cell.index);
     if (it == attempts.end()) {

@@ -26,7 +26,7 @@ void print_sweep(store::Store& store, const store::SweepRecord& sweep, const std
                    {"budget_usd", sweep.budget ? nlohmann::json(*sweep.budget) : nlohmann::json()},
                    {"cost_usd", results.total_cost}, {"created_at", sweep.created_at}}},
         {"cells", table.raw_rows()},
-        {"best_cell", best ? nlohmann::json(results.cells[*best].index + 1) : nlohmann::json()},
+        {"best_cell", best ? nlohmann::json(results.cells[*best].index) : nlohmann::json()},
         {"summary", summary}};
     return print(out.dump(2) + "\n");
   }
