@@ -17,8 +17,8 @@ using Clock = std::chrono::steady_clock;
 bool final_state(const SlurmJob& r) { return phase_of(r.state) == Phase::kFinal; }
 
 void report(const char* what, const std::vector<double>& samples) {
-  std::printf("%-58s", what);
-  for (double s : samples) std::printf(" %6.2f", s);
+  std::printf("%-56s", what);
+  for (double s : samples) std::printf(" %7.3f", s);
   std::printf("  (s)\n");
 }
 
@@ -67,11 +67,16 @@ TEST(SlurmClusterMeasure, DISABLED_LatenciesAgainstSlurmsOwnTimeLimit) {
       ASSERT_TRUE(e.ok());
       if (e->kind == Event::Kind::kDeadline) break;
     }
+    double kill_at = unix_now();
     ASSERT_TRUE(backend->kill(job).ok());
     auto ended = poll_until(*rest, std::stoll(job.backend_id), final_state, 10);
     ASSERT_TRUE(ended);
     seen_after_deadline.push_back(unix_now() - deadline);
     slurm_end_after_deadline.push_back(ended->end_time - deadline);
+    std::printf(
+        "cancel sample: start_time %.0f (final record %.0f), deadline %.3f, kill sent "
+        "%.3f, end_time %.0f\n",
+        started, ended->start_time, deadline, kill_at, ended->end_time);
   }
 
   auto timed_out = poll_until(*rest, std::stoll(limited.backend_id), final_state, 150);
