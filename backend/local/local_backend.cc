@@ -1,4 +1,5 @@
 #include "backend/local/local_backend.h"
+#include "backend/local/sentinel.h"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -41,6 +42,7 @@ struct LocalJob {
   std::optional<ContainerEngine> engine;
   std::string container_name;
   std::vector<std::string> env;
+  Sentinel sentinel;  // kills the tree if this supervisor dies first
 
   ~LocalJob() {
     if (pidfd >= 0) ::close(pidfd);
@@ -64,6 +66,7 @@ class LocalBackend final : public Backend {
     for (auto& [pid, job] : jobs_) {
       if (job->finished) continue;
       (void)kill_tree(pid, std::chrono::seconds(10), {});
+      dismiss_sentinel(job->sentinel);
       unregister_tree(pid);
     }
   }
@@ -129,6 +132,7 @@ Result<void> LocalBackend::submit(JobRecord& job, const LaunchSpec& spec) {
     return launched.error();
   }
   register_tree(launched->pid, token);
+  j->sentinel = start_sentinel(launched->pid, token);
   j->pid = launched->pid;
   j->pidfd = launched->pidfd;
   j->started_at = launched->started_at;
@@ -234,6 +238,7 @@ Result<void> LocalBackend::kill(JobRecord& job) {
     if (pid == j.pid && !j.outcome) record_exit(j, status);
   });
   if (!killed.ok()) return killed;
+  dismiss_sentinel(j.sentinel);
   j.finished = true;
   unregister_tree(j.pid);
   return {};

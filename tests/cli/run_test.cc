@@ -88,7 +88,9 @@ TEST(Run, NoProcessOfTheTreeSurvives) {
 TEST(Run, SigkillOfTheSupervisorTakesTheJobDown) {
   NodusHome home;
   std::string pidfile = home.file("job.pid");
-  pid_t nodus = home.start({"run", "--", "sh", "-c", "echo $$ > " + pidfile + "; exec sleep 60"});
+  std::string childfile = home.file("child.pid");
+  pid_t nodus = home.start({"run", "--", "sh", "-c",
+                            "sleep 60 & echo $! > " + childfile + "; echo $$ > " + pidfile + "; wait"});
   double until = now_seconds() + 10;
   while (read_file(pidfile).empty() && now_seconds() < until) std::this_thread::sleep_for(std::chrono::milliseconds(20));
   pid_t job = std::stoi(read_file(pidfile));
@@ -98,6 +100,9 @@ TEST(Run, SigkillOfTheSupervisorTakesTheJobDown) {
   until = now_seconds() + 2;
   while (pid_alive(job) && now_seconds() < until) std::this_thread::sleep_for(std::chrono::milliseconds(10));
   EXPECT_FALSE(pid_alive(job)) << "the job outlived its supervisor";
+  pid_t child = std::stoi(read_file(childfile));
+  while (pid_alive(child) && now_seconds() < until + 2) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  EXPECT_FALSE(pid_alive(child)) << "the job's child outlived the supervisor";
   auto ps = home.run({"ps", "--format", "json"});
   auto rows = nlohmann::json::parse(ps.out);
   ASSERT_EQ(rows.size(), 1u);
