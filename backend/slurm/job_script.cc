@@ -1,5 +1,7 @@
 #include "backend/slurm/job_script.h"
 
+#include <unistd.h>
+
 #include <cmath>
 #include <cstdlib>
 
@@ -73,7 +75,13 @@ Result<SubmitRequest> build_submit(const JobRecord& job, const LaunchSpec& spec,
   r.script = job_script(job);
   r.name = slurm_job_name(job);
   r.time_limit_minutes = time_limit_minutes(job);
-  r.working_dir = job.workdir.empty() ? settings.workdir : job.workdir;
+  r.working_dir = job.workdir;
+  if (r.working_dir.empty()) {
+    // As a local job inherits nodus's directory, so does a Slurm job (same host, or a shared
+    // file system as Slurm sites have); the Slurm workdir only when there is none.
+    char cwd[4096];
+    r.working_dir = getcwd(cwd, sizeof cwd) != nullptr ? cwd : settings.workdir;
+  }
   r.output_path = output_path(settings, job);
   r.env = job_environment(spec, settings);
   r.gres = gres_request(job.gpu_type, job.gpu_count, settings);

@@ -42,7 +42,8 @@ std::map<std::string, std::string> job_environment(const LaunchSpec& spec,
 // "gpu:h100:2" for 2 x H100-SXM, "gpu:2" for an untyped request, "" for none.
 std::string gres_request(std::string_view gpu_type, int gpu_count, const SlurmSettings& settings);
 
-// Everything above together. Errors: an empty argv.
+// Everything above together; the working directory is the job's, else nodus's own. Errors: an
+// empty argv.
 Result<SubmitRequest> build_submit(const JobRecord& job, const LaunchSpec& spec,
                                    const SlurmSettings& settings);
 

@@ -64,8 +64,16 @@ class ClusterEnvironment : public ::testing::Environment {
     c.up = !c.socket_url.empty();
     if (!c.up) c.why_not = "`" + c.script + " env` printed no NODUS_SLURM_URL";
   }
+  // Stops the cluster if this process started it for a whole run. ctest runs one test per
+  // process, several at once: there the cluster stays up for the others (scripts/test.sh starts
+  // and stops it around ctest).
   void TearDown() override {
-    if (started_) run("bash " + the_cluster().script + " stop >/dev/null 2>&1", nullptr);
+    bool whole_run = ::testing::GTEST_FLAG(filter) == "*";
+    if (started_ && whole_run)
+      run("bash " + the_cluster().script + " stop >/dev/null 2>&1", nullptr);
+    else if (started_)
+      std::fprintf(stderr, "slurm tests: the dev cluster stays up; stop it with %s stop\n",
+                   the_cluster().script.c_str());
   }
 
  private:

@@ -134,7 +134,9 @@ TEST(SlurmBuildSubmit, FillsEveryField) {
   EXPECT_EQ(r->container, "/images/torch");
   EXPECT_EQ(r->env.at("NODUS_JOB_ID"), "7");
   job.workdir.clear();
-  EXPECT_EQ(build_submit(job, spec, settings)->working_dir, "/tmp/nodus-slurm-test-jobs");
+  char cwd[4096];
+  ASSERT_NE(getcwd(cwd, sizeof cwd), nullptr);
+  EXPECT_EQ(build_submit(job, spec, settings)->working_dir, cwd);  // as a local job would
   job.argv.clear();
   EXPECT_FALSE(build_submit(job, spec, settings).ok());
 }

@@ -1,0 +1,225 @@
+// `nodus run|sweep|ps --backend slurm` end to end: the nodus binary against the real cluster.
+
+#ifdef NODUS_BIN
+
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "billing/catalog.h"
+#include "cluster.h"
+
+namespace nodus::backend::slurm {
+namespace {
+
+using namespace testing;
+
+struct CliResult {
+  int rc = -1;
+  std::string out, err;
+  double seconds = 0;
+};
+
+std::string slurp(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+// One nodus process with its own store (NODUS_HOME) and the cluster's socket endpoint.
+class Nodus {
+ public:
+  explicit Nodus(const JobDir& dir) : dir_(dir) {
+    env_ = {{"NODUS_HOME", dir.path() + "/home"},
+            {"NODUS_SLURM_URL", cluster().socket_url},
+            {"NODUS_SLURM_WORKDIR", dir.path()},
+            {"NODUS_BACKEND", "slurm"},
+            {"NO_COLOR", "1"}};
+  }
+  void set(const std::string& k, const std::string& v) { env_[k] = v; }
+
+  CliResult run(const std::vector<std::string>& args) const {
+    std::string out = dir_.path() + "/cli.out", err = dir_.path() + "/cli.err";
+    auto t0 = std::chrono::steady_clock::now();
+    pid_t pid = fork();
+    if (pid == 0) {
+      for (const auto& [k, v] : env_) setenv(k.c_str(), v.c_str(), 1);
+      unsetenv("SLURM_JWT");
+      if (env_.count("SLURM_JWT")) setenv("SLURM_JWT", env_.at("SLURM_JWT").c_str(), 1);
+      if (chdir(dir_.path().c_str()) != 0) _exit(126);
+      int o = open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+      int e = open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+      int n = open("/dev/null", O_RDONLY);
+      dup2(n, 0);
+      dup2(o, 1);
+      dup2(e, 2);
+      std::vector<char*> argv = {const_cast<char*>(NODUS_BIN)};
+      for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+      argv.push_back(nullptr);
+      execv(NODUS_BIN, argv.data());
+      _exit(127);
+    }
+    int status = 0;
+    waitpid(pid, &status, 0);
+    CliResult r;
+    r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    r.rc = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    r.out = slurp(out);
+    r.err = slurp(err);
+    return r;
+  }
+
+  nlohmann::json show(const std::string& id) const {
+    auto r = run({"show", id, "--format", "json"});
+    EXPECT_EQ(r.rc, 0) << r.err;
+    return nlohmann::json::parse(r.out, nullptr, false);
+  }
+
+ private:
+  const JobDir& dir_;
+  std::map<std::string, std::string> env_;
+};
+
+TEST(SlurmCli, RunReturnsTheJobsExitCodeAndOutput) {
+  REQUIRE_SLURM_CLUSTER();
+  JobDir dir;
+  Nodus nodus(dir);
+  auto r =
+      nodus.run({"run", "--", "bash", "-c", "echo hello $NODUS_JOB_ID; echo oops >&2; exit 3"});
+  EXPECT_EQ(r.rc, 3) << r.err;
+  EXPECT_NE(r.out.find("hello 1"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("oops"), std::string::npos) << r.out;  // one file holds both streams
+  auto job = nodus.show("1");
+  EXPECT_EQ(job["backend"], "slurm");
+  EXPECT_FALSE(job["backend_id"].get<std::string>().empty());
+  EXPECT_EQ(job["state"], "failed");
+  EXPECT_EQ(job["exit_code"], 3);
+}
+
+TEST(SlurmCli, TimeoutStopsTheJobWithinTwoSeconds) {
+  REQUIRE_SLURM_CLUSTER();
+  JobDir dir;
+  Nodus nodus(dir);
+  auto r = nodus.run({"run", "--timeout", "3s", "--", "sleep", "120"});
+  EXPECT_EQ(r.rc, 124) << r.err;
+  auto job = nodus.show("1");
+  EXPECT_EQ(job["state"], "timeout");
+  // Slurm's times are whole seconds: 3 s of run time end up as 2 to 4.
+  double wall = job["ended_at"].get<double>() - job["started_at"].get<double>();
+  EXPECT_LE(wall, 3.0 + 2.0);
+  EXPECT_LT(r.seconds, 3.0 + 2.0 + 3.0);  // + queueing (~1 s) and process start
+}
+
+TEST(SlurmCli, CostCapStopsTheJobAtTheCap) {
+  REQUIRE_SLURM_CLUSTER();
+  JobDir dir;
+  Nodus nodus(dir);
+  double rate = (*billing::Catalog::builtin().lookup("H100"))->usd_per_gpu_hour;
+  double cap_s = 4;
+  double max_cost = rate * cap_s / 3600;
+  char cap[32];
+  std::snprintf(cap, sizeof cap, "%.6f", max_cost);
+  // Ignores SIGTERM, so only the cancel at the cap stops it.
+  auto r = nodus.run({"run", "--gpu", "H100:1", "--max-cost", cap, "--grace", "1s", "--", "bash",
+                      "-c", "trap '' TERM; sleep 120"});
+  EXPECT_EQ(r.rc, 122) << r.err;
+  auto job = nodus.show("1");
+  EXPECT_EQ(job["state"], "cost-cap");
+  double wall = job["ended_at"].get<double>() - job["started_at"].get<double>();
+  EXPECT_LE(wall, cap_s + 2.0);
+  EXPECT_LE(job["cost_usd"].get<double>(), max_cost + rate * 2.0 / 3600);
+}
+
+TEST(SlurmCli, UnavailableGpuIsAOneLineErrorInSlurmsWords) {
+  REQUIRE_SLURM_CLUSTER();
+  JobDir dir;
+  Nodus nodus(dir);
+  auto r = nodus.run({"run", "--gpu", "A100:1", "--", "true"});
+  EXPECT_EQ(r.rc, 125);
+  EXPECT_NE(r.err.find("Requested node configuration is not available (2014)"), std::string::npos)
+      << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+}
+
+TEST(SlurmCli, RestdDownIsAClearErrorWithExit125) {
+  REQUIRE_SLURM_CLUSTER();
+  JobDir dir;
+  Nodus nodus(dir);
+  nodus.set("NODUS_SLURM_URL", "unix://" + dir.path() + "/no-restd.sock");
+  auto r = nodus.run({"run", "--", "true"});
+  EXPECT_EQ(r.rc, 125);
+  EXPECT_NE(r.err.find(dir.path() + "/no-restd.sock"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("is slurmrestd running?"), std::string::npos) << r.err;
+}
+
+TEST(SlurmCli, DetachedJobIsFollowedByPs) {
+  REQUIRE_SLURM_CLUSTER();
+  JobDir dir;
+  Nodus nodus(dir);
+  auto r = nodus.run({"run", "--detach", "--", "sleep", "2"});
+  ASSERT_EQ(r.rc, 0) << r.err;
+  std::string id = r.out.substr(0, r.out.find('\n'));
+  std::string state;
+  for (int i = 0; i < 150 && state != "completed"; ++i) {
+    auto ps = nodus.run({"ps", "--format", "json"});
+    ASSERT_EQ(ps.rc, 0) << ps.err;
+    for (const auto& row : nlohmann::json::parse(ps.out))
+      if (std::to_string(row["id"].get<int>()) == id) state = row["state"];
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+  EXPECT_EQ(state, "completed");
+}
+
+TEST(SlurmCli, SweepRunsEveryCellOnTheCluster) {
+  REQUIRE_SLURM_CLUSTER();
+  JobDir dir;
+  Nodus nodus(dir);
+  auto r = nodus.run({"sweep", "--param", "x=1,2,3", "--parallel", "2", "--format", "json", "--",
+                      "bash", "-c", "echo x={x}; sleep 1"});
+  ASSERT_EQ(r.rc, 0) << r.err;
+  auto ps = nlohmann::json::parse(nodus.run({"ps", "--format", "json"}).out);
+  ASSERT_EQ(ps.size(), 3u);
+  for (const auto& row : ps) {
+    EXPECT_EQ(row["state"], "completed");
+    auto job = nodus.show(std::to_string(row["id"].get<int>()));
+    EXPECT_EQ(job["backend"], "slurm");
+    std::string log = slurp(job["log_path"]);
+    EXPECT_EQ(log.rfind("x=", 0), 0u) << log;
+  }
+}
+
+TEST(SlurmCli, TokenNeverShowsInOutputOrTheStore) {
+  REQUIRE_SLURM_CLUSTER();
+  JobDir dir;
+  Nodus nodus(dir);
+  std::string token = cluster().token(cluster().user);
+  ASSERT_FALSE(token.empty());
+  nodus.set("NODUS_SLURM_URL", cluster().tcp_url);
+  nodus.set("NODUS_SLURM_USER", cluster().user);
+  nodus.set("SLURM_JWT", token);
+  auto r = nodus.run({"run", "--", "env"});
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_NE(r.out.find("NODUS_JOB_ID=1"), std::string::npos);
+  EXPECT_EQ(r.out.find(token), std::string::npos);
+  EXPECT_EQ(r.err.find(token), std::string::npos);
+  EXPECT_EQ(nodus.show("1").dump().find(token), std::string::npos);
+  EXPECT_EQ(slurp(dir.path() + "/home/nodus.db").find(token), std::string::npos);
+
+  nodus.set("SLURM_JWT", token + "x");  // now a bad one
+  auto bad = nodus.run({"run", "--", "true"});
+  EXPECT_EQ(bad.rc, 125);
+  EXPECT_EQ(bad.err.find(token), std::string::npos) << bad.err;
+}
+
+}  // namespace
+}  // namespace nodus::backend::slurm
+
+#endif  // NODUS_BIN
