@@ -35,25 +35,31 @@ die() { say "error: $*"; exit 1; }
 
 # --- pid files --------------------------------------------------------------------------------
 
-# True when the pid in file $1 is alive and its executable's name is $2.
-alive() {
-  local pid
-  [[ -s $1 ]] || return 1
-  pid=$(<"$1")
-  [[ $pid =~ ^[0-9]+$ ]] && [[ -r /proc/$pid/comm ]] && [[ $(</proc/"$pid"/comm) == "$2"* ]]
+# True when process $1 is alive and its executable's name is $2.
+pid_alive() {
+  [[ $1 =~ ^[0-9]+$ ]] && [[ $(cat /proc/"$1"/comm 2>/dev/null) == "$2"* ]]
 }
 
-# Sends TERM to the process in pid file $1 (name $2), waits up to 5 s, then KILL.
+# True when the pid in file $1 is alive and its executable's name is $2.
+alive() {
+  pid_alive "$(cat "$1" 2>/dev/null)" "$2"
+}
+
+# Sends TERM to the process in pid file $1 (name $2), waits up to 5 s, then KILL. The process
+# itself is watched, not its pid file: daemons remove that file before they are gone.
 stop_pid() {
   local file=$1 name=$2 pid i
-  alive "$file" "$name" || { rm -f "$file"; return 0; }
-  pid=$(<"$file")
+  pid=$(cat "$file" 2>/dev/null || true)
+  if ! pid_alive "$pid" "$name"; then
+    rm -f "$file"
+    return 0
+  fi
   kill -TERM "$pid" 2>/dev/null || true
   for i in $(seq 50); do
-    alive "$file" "$name" || break
+    pid_alive "$pid" "$name" || break
     sleep 0.1
   done
-  alive "$file" "$name" && kill -KILL "$pid" 2>/dev/null
+  if pid_alive "$pid" "$name"; then kill -KILL "$pid" 2>/dev/null || true; fi
   rm -f "$file"
   say "stopped $name (pid $pid)"
 }
