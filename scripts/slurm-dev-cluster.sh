@@ -305,6 +305,7 @@ cmd_stop() {
       say "cancelling jobs $ids"
       # shellcheck disable=SC2086
       scancel $ids 2>/dev/null || true
+      # shellcheck disable=SC2016  # expanded by the inner bash, on each try
       wait_for 15 bash -c '[[ -z $(squeue -h -t R,CG,S -o %A 2>/dev/null) ]]' ||
         say "some jobs are still ending"
     fi
@@ -330,9 +331,10 @@ cmd_status() {
   done
   if munge_works; then echo "munge: working"; else echo "munge: not working"; ok=3; fi
   if ((ok == 0)); then
-    ctld_up && echo "scontrol ping: UP" || { echo "scontrol ping: DOWN"; ok=3; }
+    if ctld_up; then echo "scontrol ping: UP"; else echo "scontrol ping: DOWN"; ok=3; fi
     echo "node localhost: $(node_state)"
-    rest_ping_socket && echo "rest socket: UP" || { echo "rest socket: DOWN"; ok=3; }
+    if rest_ping_socket; then echo "rest socket: UP"; else echo "rest socket: DOWN"; ok=3; fi
+    if rest_ping_tcp; then echo "rest jwt: UP"; else echo "rest jwt: DOWN"; ok=3; fi
   fi
   return $ok
 }
