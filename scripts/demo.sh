@@ -5,7 +5,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh demo
-bash scripts/build.sh
+bash scripts/build.sh nodus
 export NODUS_HOME=${NODUS_HOME:-$PWD/.nodus-demo}
 if ! (command -v nvidia-smi >/dev/null && nvidia-smi -L >/dev/null 2>&1); then
   export NODUS_LOCAL_GPUS=${NODUS_LOCAL_GPUS:-L4:1}
