@@ -4,6 +4,7 @@
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -46,17 +47,15 @@ class Nodus {
   }
   void set(const std::string& k, const std::string& v) { env_[k] = v; }
 
-  CliResult run(const std::vector<std::string>& args) const {
-    std::string out = dir_.path() + "/cli.out", err = dir_.path() + "/cli.err";
-    auto t0 = std::chrono::steady_clock::now();
+  // Starts nodus with `args`; its stdout and stderr go to files in the test's folder.
+  pid_t start(const std::vector<std::string>& args) const {
     pid_t pid = fork();
     if (pid == 0) {
       for (const auto& [k, v] : env_) setenv(k.c_str(), v.c_str(), 1);
-      unsetenv("SLURM_JWT");
-      if (env_.count("SLURM_JWT")) setenv("SLURM_JWT", env_.at("SLURM_JWT").c_str(), 1);
+      if (!env_.count("SLURM_JWT")) unsetenv("SLURM_JWT");
       if (chdir(dir_.path().c_str()) != 0) _exit(126);
-      int o = open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-      int e = open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+      int o = open(out_path().c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+      int e = open(err_path().c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
       int n = open("/dev/null", O_RDONLY);
       dup2(n, 0);
       dup2(o, 1);
@@ -67,15 +66,24 @@ class Nodus {
       execv(NODUS_BIN, argv.data());
       _exit(127);
     }
+    return pid;
+  }
+
+  CliResult run(const std::vector<std::string>& args) const {
+    auto t0 = std::chrono::steady_clock::now();
+    pid_t pid = start(args);
     int status = 0;
     waitpid(pid, &status, 0);
     CliResult r;
     r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     r.rc = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-    r.out = slurp(out);
-    r.err = slurp(err);
+    r.out = slurp(out_path());
+    r.err = slurp(err_path());
     return r;
   }
+
+  std::string out_path() const { return dir_.path() + "/cli.out"; }
+  std::string err_path() const { return dir_.path() + "/cli.err"; }
 
   nlohmann::json show(const std::string& id) const {
     auto r = run({"show", id, "--format", "json"});
@@ -176,6 +184,28 @@ TEST(SlurmCli, DetachedJobIsFollowedByPs) {
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
   }
   EXPECT_EQ(state, "completed");
+}
+
+TEST(SlurmCli, JobOutlivesItsKilledSupervisorAndPsFinishesIt) {
+  REQUIRE_SLURM_CLUSTER();
+  JobDir dir;
+  Nodus nodus(dir);
+  pid_t supervisor = nodus.start({"run", "--", "bash", "-c", "echo started; sleep 3"});
+  for (int i = 0; i < 100 && slurp(nodus.out_path()).find("started") == std::string::npos; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  ASSERT_NE(slurp(nodus.out_path()).find("started"), std::string::npos);
+  kill(supervisor, SIGKILL);
+  waitpid(supervisor, nullptr, 0);
+  std::string state;
+  for (int i = 0; i < 150 && state != "completed"; ++i) {
+    auto ps = nodus.run({"ps", "--format", "json"});
+    ASSERT_EQ(ps.rc, 0) << ps.err;
+    state = nlohmann::json::parse(ps.out).at(0)["state"];
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+  EXPECT_EQ(state, "completed");  // the cluster ran it to its end; ps learnt so from Slurm
+  auto job = nodus.show("1");
+  EXPECT_GE(job["ended_at"].get<double>() - job["started_at"].get<double>(), 2.0);
 }
 
 TEST(SlurmCli, SweepRunsEveryCellOnTheCluster) {
