@@ -294,7 +294,15 @@ Result<bool> SlurmBackend::refresh(JobRecord& job) {
   const JobRecord before = job;
   auto id = slurm_id(**rest, job);
   if (!id) return id.error();
-  if (!*id) return false;  // not submitted (yet): nothing Slurm can say
+  if (!*id) {
+    // Nobody supervises it (refresh's contract) and Slurm has no job by its name: it was never
+    // submitted, or it ended longer ago than Slurm remembers. Either way it will not move again.
+    job.state = JobState::kLost;
+    job.note = "Slurm has no job named " + slurm_job_name(job) +
+               " (never submitted, or it ended more than MinJobAge ago)";
+    if (!job.ended_at) job.ended_at = unix_now();
+    return true;
+  }
   auto records = (*rest)->job(**id);
   if (!records) return records.error();
   const SlurmJob* r = record_of(*records, **id);

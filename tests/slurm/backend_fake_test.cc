@@ -275,7 +275,7 @@ TEST(SlurmBackendRefresh, JobWithoutIdIsReconciledByName) {
   EXPECT_EQ(rig.http->count("GET", "/jobs"), 1);
 }
 
-TEST(SlurmBackendRefresh, JobNeverSubmittedStaysAsItIs) {
+TEST(SlurmBackendRefresh, UnsupervisedJobSlurmNeverHadIsLost) {
   Rig rig;
   JobRecord job = test_job();
   job.state = JobState::kWaiting;
@@ -284,8 +284,23 @@ TEST(SlurmBackendRefresh, JobNeverSubmittedStaysAsItIs) {
   };
   auto changed = rig.backend->refresh(job);
   ASSERT_TRUE(changed.ok());
-  EXPECT_FALSE(*changed);
+  EXPECT_TRUE(*changed);
+  EXPECT_EQ(job.state, JobState::kLost);
+  EXPECT_NE(job.note.find(slurm_job_name(job)), std::string::npos);
   EXPECT_TRUE(job.backend_id.empty());
+}
+
+TEST(SlurmBackendRefresh, UnreachableSlurmChangesNothing) {
+  Rig rig;
+  JobRecord job = test_job();
+  job.backend_id = "5";
+  job.state = JobState::kRunning;
+  rig.http->handler = [](const http::Request&) -> Result<http::Response> {
+    return Error::retryable("GET ...: Couldn't connect to server");
+  };
+  auto changed = rig.backend->refresh(job);
+  ASSERT_FALSE(changed.ok());
+  EXPECT_EQ(job.state, JobState::kRunning);
 }
 
 TEST(SlurmBackendConfig, MissingUrlIsAnErrorOfTheFirstCallNotOfConstruction) {
