@@ -23,7 +23,9 @@ struct RunCommand {
 
   int operator()() const {
     engine::JobRequest request = to_request(flags);
-    billing::Catalog catalog = load_catalog(flags.prices);
+    // A CPU-only job has no rate: not parsing the catalog keeps its launch short.
+    billing::Catalog catalog = request.gpu.none() && flags.prices.empty() ? billing::Catalog()
+                                                                          : load_catalog(flags.prices);
     std::optional<engine::Inventory> inventory;
     if (request.backend == "local" && !request.gpu.none()) inventory = local_inventory(catalog);
     JobRecord job = engine::build_job(request, catalog, inventory ? &*inventory : nullptr);

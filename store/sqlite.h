@@ -90,11 +90,15 @@ class Db {
 
   // Throws the Fatal for an SQLite result code, in words a user can act on.
   [[noreturn]] void fail(int rc) const;
+  // True when the last failure was SQLITE_BUSY/LOCKED: some of SQLite's busy answers (switching
+  // a new file to WAL while another process opens it) come at once, without the busy handler.
+  bool last_failure_busy() const { return last_busy_; }
   [[noreturn]] void fail_message(const std::string& what) const;
 
  private:
   std::string path_;
   std::chrono::milliseconds busy_timeout_;
+  mutable bool last_busy_ = false;
   sqlite3* db_ = nullptr;
   struct Cached {
     sqlite3_stmt* stmt = nullptr;

@@ -1,6 +1,7 @@
 #include "store/store.h"
 
 #include <sys/stat.h>
+#include <poll.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -61,8 +62,19 @@ std::unique_ptr<Store> Store::open(const std::string& path,
   bool created = ::access(path.c_str(), F_OK) != 0;
   auto impl = std::make_unique<Impl>(path, busy_timeout);
   if (created) ::chmod(path.c_str(), 0600);
-  configure_connection(impl->db);
-  migrate(impl->db);
+  // Opening a file another process is creating can be answered "busy" at once; retry that
+  // (and only that) until the busy timeout, as the busy handler would.
+  const auto give_up = std::chrono::steady_clock::now() + busy_timeout;
+  for (;;) {
+    try {
+      configure_connection(impl->db);
+      migrate(impl->db);
+      break;
+    } catch (const Fatal&) {
+      if (!impl->db.last_failure_busy() || std::chrono::steady_clock::now() >= give_up) throw;
+      ::poll(nullptr, 0, 20);
+    }
+  }
   return std::unique_ptr<Store>(new Store(path, std::move(impl)));
 }
 

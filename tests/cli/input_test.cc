@@ -125,3 +125,19 @@ TEST(Cost, SumsSpendByDayAndGpu) {
 
 }  // namespace
 }  // namespace nodus::testing
+
+namespace nodus::testing {
+namespace {
+
+TEST(Store, TwoProcessesCreatingTheStoreAtOnceBothSucceed) {
+  for (int round = 0; round < 15; ++round) {
+    NodusHome home;
+    pid_t a = home.start({"run", "--", "true"}, {}, home.file("a.out"));
+    pid_t b = home.start({"run", "--", "true"}, {}, home.file("b.out"));
+    EXPECT_EQ(wait_exit(a, std::chrono::seconds(30)), 0) << read_file(home.file("a.out.err"));
+    EXPECT_EQ(wait_exit(b, std::chrono::seconds(30)), 0) << read_file(home.file("b.out.err"));
+  }
+}
+
+}  // namespace
+}  // namespace nodus::testing
