@@ -26,6 +26,7 @@ struct JobObserver::Impl {
   std::unique_ptr<telemetry::GpuSampler> gpu;
   std::string gpu_note;
   std::unique_ptr<telemetry::HostSampler> host;
+  pid_t host_pid = 0;  // the host sampler starts at the first tick: a short job never scans /proc
   std::optional<telemetry::UtilPolicy> policy;
   std::optional<std::string> low_util;
   std::unique_ptr<sweep::MetricsFileReader> metrics;
@@ -75,7 +76,7 @@ void JobObserver::on_started(const JobRecord& job) {
   }
   if (m.options.min_util && m.gpu)
     m.policy.emplace(*m.options.min_util, m.options.util_window, job.started_at.value_or(unix_now()));
-  if (!job.backend_id.empty()) m.host = std::make_unique<telemetry::HostSampler>(std::stoi(job.backend_id));
+  if (!job.backend_id.empty()) m.host_pid = std::stoi(job.backend_id);
 }
 
 void JobObserver::on_line(std::string_view line) {
@@ -95,7 +96,11 @@ void JobObserver::tick(const JobRecord& job) {
     }
     m.gpu_buffer.insert(m.gpu_buffer.end(), samples.begin(), samples.end());
   }
-  if (m.host) m.host_buffer.push_back(m.host->sample());
+  if (m.host) {
+    m.host_buffer.push_back(m.host->sample());
+  } else if (m.host_pid > 0) {
+    m.host = std::make_unique<telemetry::HostSampler>(m.host_pid);  // the baseline
+  }
   m.read_metrics(false);
   if (unix_now() - m.last_flush >= kFlushEvery) m.flush();
 }
