@@ -34,7 +34,7 @@ trap cleanup EXIT
 
 # --- peers and tools ------------------------------------------------------------------------
 missing=()
-for tool in parallel hyperfine python3 g++ gcc cmake ninja:ninja-build valgrind strace /usr/bin/time:time; do
+for tool in parallel hyperfine python3 g++ cmake ninja:ninja-build valgrind strace /usr/bin/time:time; do
   cmd=${tool%%:*} pkg=${tool#*:}
   command -v "$cmd" >/dev/null || missing+=("$pkg")
 done
@@ -59,12 +59,6 @@ if [[ ! -x $GEN || $REPO/bench/gen_store.cc -nt $GEN || $BUILD/store/libnodus_st
     "$BUILD/store/libnodus_store.a" "$BUILD/core/libnodus_core.a" -lsqlite3 -ldl -o "$GEN"
 fi
 
-# What-if for the launch benchmark: the store's WAL kept across processes (see the file).
-SHIM=$BUILD/bench-wal_keep_shim.so
-if [[ ! -f $SHIM || $REPO/bench/wal_keep_shim.c -nt $SHIM ]]; then
-  gcc -shared -fPIC -O2 "$REPO/bench/wal_keep_shim.c" -o "$SHIM" -ldl -lsqlite3
-fi
-
 # A catalog with a $3600/GPU-hour type: $1 a second, so a $1 cap is reached 1 s after start.
 PRICES=$WORK/prices.json
 cat >"$PRICES" <<'EOF'
@@ -86,7 +80,7 @@ fi
 
 # --- 1, 2: launch overhead and stop precision (nothing else of ours runs meanwhile) --------
 say "1. launch overhead"
-"${HARNESS[@]}" launch --results "$RESULTS" --nodus "$NODUS" --work "$WORK" --with-hooks --shim "$SHIM" "${LAUNCH[@]}"
+"${HARNESS[@]}" launch --results "$RESULTS" --nodus "$NODUS" --work "$WORK" --with-hooks "${LAUNCH[@]}"
 say "2. stop precision"
 "${HARNESS[@]}" stop --results "$RESULTS" --nodus "$NODUS" --work "$WORK" --prices "$PRICES" "${STOP[@]}"
 
