@@ -14,6 +14,7 @@ import os
 import platform
 import random
 import re
+import shutil
 import signal
 import sqlite3
 import statistics
@@ -658,6 +659,7 @@ def cmd_slurm(a):
                                       nenv, pidfile, 5.0, give_up_s=120.0))
     for t in threads:
         t.join()
+    shutil.rmtree(share, ignore_errors=True)
     out.update({
         "note": a.note,
         "samples": a.samples,
