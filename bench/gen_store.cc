@@ -72,8 +72,10 @@ class Generator {
     points.reserve(points_per_job_);
     for (int k = 0; k < points_per_job_; ++k) {
       double t = *job.started_at + wall * (k + 1) / (points_per_job_ + 1);
-      if (k % 2 == 0) points.push_back({t, "samples_per_sec", 4000 + 2000 * unit_(rng_)});
-      else points.push_back({t, "data_wait", unit_(rng_) * 0.5});
+      if (k % 2 == 0)
+        points.push_back({t, "samples_per_sec", 4000 + 2000 * unit_(rng_)});
+      else
+        points.push_back({t, "data_wait", unit_(rng_) * 0.5});
     }
     store_.add_metrics(id, points);
 
@@ -157,7 +159,7 @@ int main(int argc, char** argv) {
     standalone_left -= share;
   }
   double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  std::printf("jobs=%d sweeps=%d cells_per_sweep=%d metric_points=%ld seconds=%.1f\n", written, sweeps,
-              cells_per_sweep, static_cast<long>(points / jobs) * written, secs);
+  std::printf("jobs=%d sweeps=%d cells_per_sweep=%d metric_points=%ld seconds=%.1f\n", written,
+              sweeps, cells_per_sweep, static_cast<long>(points / jobs) * written, secs);
   return 0;
 }

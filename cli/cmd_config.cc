@@ -10,13 +10,22 @@ struct ConfigCommand {
   std::string format = "table";
   int operator()() const {
     Format f = format_from(format);
-    Table t({{"key", "KEY"}, {"env", "VARIABLE"}, {"value", "VALUE"}, {"default", "DEFAULT"}, {"meaning", "MEANING"}});
+    Table t({{"key", "KEY"},
+             {"env", "VARIABLE"},
+             {"value", "VALUE"},
+             {"default", "DEFAULT"},
+             {"meaning", "MEANING"}});
     for (const auto& k : config_keys()) {
       std::string value = config_get(k.key);
       if (k.key == std::string("home") && value.empty()) value = nodus_home();
       if (k.secret && !value.empty()) value = redact_setting(k.key, value);
-      t.add_row({k.key, k.env, value.empty() ? "-" : value, *k.default_value ? k.default_value : "-", k.meaning},
-                {{"key", k.key}, {"env", k.env}, {"value", value}, {"default", k.default_value}, {"meaning", k.meaning}});
+      t.add_row({k.key, k.env, value.empty() ? "-" : value,
+                 *k.default_value ? k.default_value : "-", k.meaning},
+                {{"key", k.key},
+                 {"env", k.env},
+                 {"value", value},
+                 {"default", k.default_value},
+                 {"meaning", k.meaning}});
     }
     print(t.render(f));
     return 0;
@@ -26,7 +35,8 @@ struct ConfigCommand {
 
 Command add_config(CLI::App& app) {
   auto cmd = std::make_shared<ConfigCommand>();
-  CLI::App* sub = app.add_subcommand("config", "show the settings nodus reads from the environment");
+  CLI::App* sub =
+      app.add_subcommand("config", "show the settings nodus reads from the environment");
   add_format_flag(sub, cmd->format);
   return {sub, [cmd] { return (*cmd)(); }};
 }

@@ -10,8 +10,12 @@ void reconcile(store::Store& store);
 
 namespace {
 
-Table spend_table(const std::vector<store::Store::SpendRow>& rows, const char* key, const char* header) {
-  Table t({{key, header}, {"jobs", "JOBS", true}, {"gpu_hours", "GPU-HOURS", true}, {"cost_usd", "COST", true}});
+Table spend_table(const std::vector<store::Store::SpendRow>& rows, const char* key,
+                  const char* header) {
+  Table t({{key, header},
+           {"jobs", "JOBS", true},
+           {"gpu_hours", "GPU-HOURS", true},
+           {"cost_usd", "COST", true}});
   double jobs = 0, hours = 0, cost = 0;
   char buf[32];
   for (const auto& r : rows) {
@@ -23,8 +27,9 @@ Table spend_table(const std::vector<store::Store::SpendRow>& rows, const char* k
     cost += r.cost;
   }
   std::snprintf(buf, sizeof buf, "%.2f", hours);
-  if (!rows.empty()) t.add_row({"total", std::to_string(static_cast<int>(jobs)), buf, format_usd(cost)},
-                               {{key, "total"}, {"jobs", jobs}, {"gpu_hours", hours}, {"cost_usd", cost}});
+  if (!rows.empty())
+    t.add_row({"total", std::to_string(static_cast<int>(jobs)), buf, format_usd(cost)},
+              {{key, "total"}, {"jobs", jobs}, {"gpu_hours", hours}, {"cost_usd", cost}});
   return t;
 }
 
@@ -38,7 +43,8 @@ struct CostCommand {
     if (!by.empty() && by != "day" && by != "gpu")
       throw Fatal("--by: invalid value '" + by + "': expected day or gpu");
     std::optional<double> from;
-    if (!since.empty()) from = unix_now() - value_or_throw(parse_duration(since, "--since")).count() / 1000.0;
+    if (!since.empty())
+      from = unix_now() - value_or_throw(parse_duration(since, "--since")).count() / 1000.0;
     auto store = open_store();
     reconcile(*store);
     Table days = spend_table(store->spend_by_day(from), "day", "DAY");
@@ -46,7 +52,8 @@ struct CostCommand {
     if (by == "day") return print(days.render(f)), 0;
     if (by == "gpu") return print(gpus.render(f)), 0;
     if (f == Format::kJson) {
-      print(nlohmann::json{{"by_day", days.raw_rows()}, {"by_gpu", gpus.raw_rows()}}.dump(2) + "\n");
+      print(nlohmann::json{{"by_day", days.raw_rows()}, {"by_gpu", gpus.raw_rows()}}.dump(2) +
+            "\n");
     } else if (f == Format::kCsv) {
       print(days.render(f));
     } else {

@@ -30,7 +30,9 @@ struct EstimateCommand {
     std::string what;
     if (!job.empty()) {
       if (!gpu.empty() || hours > 0 || !util.empty())
-        throw Fatal("estimate JOB takes its GPUs, hours and utilization from the job; drop --gpu/--hours/--util");
+        throw Fatal(
+            "estimate JOB takes its GPUs, hours and utilization from the job; drop "
+            "--gpu/--hours/--util");
       auto store = open_store();
       JobRecord j = find_job_or_throw(*store, job);
       if (j.gpu_count == 0) throw Fatal("job " + job + " used no GPU: nothing to estimate");
@@ -39,13 +41,16 @@ struct EstimateCommand {
       if (stats) s = stats->values.get<telemetry::Summary>();
       if (!s.util_mean)
         throw Fatal("job " + job + " has no GPU utilization record (" +
-                    (stats && stats->values.contains("gpu_note") ? stats->values["gpu_note"].get<std::string>()
-                                                                  : std::string("no samples")) + ")");
+                    (stats && stats->values.contains("gpu_note")
+                         ? stats->values["gpu_note"].get<std::string>()
+                         : std::string("no samples")) +
+                    ")");
       in.gpus = j.gpu_count;
       in.rate = j.rate_per_gpu_hour;
       in.hours = (j.ended_at.value_or(unix_now()) - j.started_at.value_or(unix_now())) / 3600.0;
       in.util_pct = std::max(0.1, *s.util_mean);
-      what = "job " + std::to_string(j.id) + ": " + std::to_string(j.gpu_count) + " x " + j.gpu_type;
+      what =
+          "job " + std::to_string(j.id) + ": " + std::to_string(j.gpu_count) + " x " + j.gpu_type;
     } else {
       if (gpu.empty() || hours <= 0 || util.empty())
         throw Fatal("estimate needs --gpu TYPE[:COUNT], --hours H and --util PCT, or a JOB id");
@@ -62,8 +67,9 @@ struct EstimateCommand {
     auto e = value_or_throw(telemetry::estimate(in));
     print(telemetry::estimate_table(e).render(f));
     if (f == Format::kTable)
-      std::fprintf(stderr, "nodus: %s at %s/GPU-hour; busy time held at %s. A model, not a benchmark.\n",
-                   what.c_str(), format_usd(in.rate).c_str(), telemetry::format_hours(e.busy_hours).c_str());
+      std::fprintf(
+          stderr, "nodus: %s at %s/GPU-hour; busy time held at %s. A model, not a benchmark.\n",
+          what.c_str(), format_usd(in.rate).c_str(), telemetry::format_hours(e.busy_hours).c_str());
     return 0;
   }
 };
@@ -71,12 +77,15 @@ struct EstimateCommand {
 
 Command add_estimate(CLI::App& app) {
   auto cmd = std::make_shared<EstimateCommand>();
-  CLI::App* sub = app.add_subcommand("estimate", "what idle GPU time costs: nodus estimate --gpu H100:8 --hours 24 --util 40");
+  CLI::App* sub = app.add_subcommand(
+      "estimate", "what idle GPU time costs: nodus estimate --gpu H100:8 --hours 24 --util 40");
   sub->add_option("job", cmd->job, "a finished job to take the numbers from");
   sub->add_option("--gpu", cmd->gpu, "TYPE[:COUNT]");
   sub->add_option("--hours", cmd->hours, "wall time at the current utilization");
   sub->add_option("--util", cmd->util, "current GPU utilization, percent");
-  sub->add_option("--targets", cmd->targets, "utilizations to compare with")->delimiter(',')->capture_default_str();
+  sub->add_option("--targets", cmd->targets, "utilizations to compare with")
+      ->delimiter(',')
+      ->capture_default_str();
   sub->add_option("--prices", cmd->prices, "price catalog: a JSON file or an https URL");
   add_format_flag(sub, cmd->format);
   return {sub, [cmd] { return (*cmd)(); }};

@@ -19,20 +19,28 @@ struct GpusCommand {
     std::map<int, int64_t> holder;
     for (const auto& job : store->active_jobs())
       for (int g : job.gpu_indices) holder[g] = job.id;
-    Table t({{"index", "INDEX", true}, {"type", "TYPE"}, {"name", "NAME"}, {"usd_per_gpu_hour", "$/GPU-HOUR", true},
+    Table t({{"index", "INDEX", true},
+             {"type", "TYPE"},
+             {"name", "NAME"},
+             {"usd_per_gpu_hour", "$/GPU-HOUR", true},
              {"job", "JOB"}});
     for (const auto& g : inv.gpus) {
       const auto* entry = catalog.find(g.type);
       auto it = holder.find(g.index);
-      t.add_row({std::to_string(g.index), g.type, g.name, entry ? format_usd(entry->usd_per_gpu_hour) : "-",
-                 it == holder.end() ? "free" : std::to_string(it->second)},
-                {{"index", g.index}, {"type", g.type}, {"name", g.name},
-                 {"usd_per_gpu_hour", entry ? nlohmann::json(entry->usd_per_gpu_hour) : nlohmann::json()},
-                 {"job", it == holder.end() ? nlohmann::json() : nlohmann::json(it->second)}});
+      t.add_row(
+          {std::to_string(g.index), g.type, g.name,
+           entry ? format_usd(entry->usd_per_gpu_hour) : "-",
+           it == holder.end() ? "free" : std::to_string(it->second)},
+          {{"index", g.index},
+           {"type", g.type},
+           {"name", g.name},
+           {"usd_per_gpu_hour", entry ? nlohmann::json(entry->usd_per_gpu_hour) : nlohmann::json()},
+           {"job", it == holder.end() ? nlohmann::json() : nlohmann::json(it->second)}});
     }
     print(t.render(f));
     if (f == Format::kTable)
-      std::fprintf(stderr, "nodus: GPUs from %s%s\n", inv.source.c_str(), inv.note.empty() ? "" : (": " + inv.note).c_str());
+      std::fprintf(stderr, "nodus: GPUs from %s%s\n", inv.source.c_str(),
+                   inv.note.empty() ? "" : (": " + inv.note).c_str());
     return 0;
   }
 };
@@ -40,7 +48,8 @@ struct GpusCommand {
 
 Command add_gpus(CLI::App& app) {
   auto cmd = std::make_shared<GpusCommand>();
-  CLI::App* sub = app.add_subcommand("gpus", "list this machine's GPUs, their price and the job holding each");
+  CLI::App* sub =
+      app.add_subcommand("gpus", "list this machine's GPUs, their price and the job holding each");
   sub->add_option("--prices", cmd->prices, "price catalog: a JSON file or an https URL");
   add_format_flag(sub, cmd->format);
   return {sub, [cmd] { return (*cmd)(); }};

@@ -31,10 +31,11 @@ struct LogsCommand {
     int fd = open(job.log_path.c_str(), O_RDONLY | O_CLOEXEC);
     if (fd < 0 && !(follow && errno == ENOENT)) {
       if (job.backend != "local")
-        throw Fatal("job " + std::to_string(job.id) + " ran on " + job.backend + ": its output is " +
-                    job.log_path + " on the cluster's file system, not readable here");
-      throw Fatal("cannot read the log of job " + std::to_string(job.id) + ": " + job.log_path + ": " +
-                  std::strerror(errno));
+        throw Fatal("job " + std::to_string(job.id) + " ran on " + job.backend +
+                    ": its output is " + job.log_path +
+                    " on the cluster's file system, not readable here");
+      throw Fatal("cannot read the log of job " + std::to_string(job.id) + ": " + job.log_path +
+                  ": " + std::strerror(errno));
     }
     char buf[65536];
     for (;;) {
@@ -49,7 +50,8 @@ struct LogsCommand {
       auto now = store->job(job.id);
       if (!now || is_final(now->state)) {
         // One more read: output written just before the job ended.
-        while (fd >= 0 && (n = read(fd, buf, sizeof buf)) > 0) print(std::string(buf, static_cast<size_t>(n)));
+        while (fd >= 0 && (n = read(fd, buf, sizeof buf)) > 0)
+          print(std::string(buf, static_cast<size_t>(n)));
         break;
       }
       poll(nullptr, 0, 200);

@@ -30,7 +30,8 @@ std::vector<report::Diagnosis> diagnosis_of(const nlohmann::json& stats) {
 std::vector<report::UtilPoint> util_of(store::Store& store, const JobRecord& job) {
   std::vector<report::UtilPoint> out;
   double start = job.started_at.value_or(0);
-  for (const auto& p : telemetry::util_series(store.gpu_samples(job.id))) out.push_back({p.t - start, p.util});
+  for (const auto& p : telemetry::util_series(store.gpu_samples(job.id)))
+    out.push_back({p.t - start, p.util});
   return out;
 }
 
@@ -87,8 +88,10 @@ report::ReportData sweep_report(store::Store& store, const store::SweepRecord& s
     d.totals.cost_usd += c.cost_usd;
     if (c.idle_usd) d.totals.idle_usd = d.totals.idle_usd.value_or(0) + *c.idle_usd;
     if (auto stats = store.stats(job.id))
-      d.throughput_unit = stats->values.value("throughput_metric", std::string("samples_per_sec")) == "samples_per_sec"
-                              ? "samples/s" : stats->values.value("throughput_metric", std::string());
+      d.throughput_unit = stats->values.value("throughput_metric",
+                                              std::string("samples_per_sec")) == "samples_per_sec"
+                              ? "samples/s"
+                              : stats->values.value("throughput_metric", std::string());
     d.cells.push_back(std::move(c));
   }
   d.totals.wall_s = last > first ? last - first : 0;
@@ -136,7 +139,8 @@ struct ReportCommand {
       throw Fatal("--format: invalid value '" + format + "': expected html or md");
     auto store = open_store();
     report::ReportData data;
-    bool sweep_id = !id.empty() && id[0] == 's' && id.find_first_not_of("0123456789", 1) == std::string::npos;
+    bool sweep_id =
+        !id.empty() && id[0] == 's' && id.find_first_not_of("0123456789", 1) == std::string::npos;
     std::optional<JobRecord> job;
     if (!sweep_id) job = store->find_job(id);
     if (job) {
@@ -158,7 +162,8 @@ struct ReportCommand {
 
 Command add_report(CLI::App& app) {
   auto cmd = std::make_shared<ReportCommand>();
-  CLI::App* sub = app.add_subcommand("report", "a self-contained HTML report (or Markdown) of a sweep or a job");
+  CLI::App* sub = app.add_subcommand(
+      "report", "a self-contained HTML report (or Markdown) of a sweep or a job");
   sub->add_option("id", cmd->id, "sweep id (s3) or name, or job id or name")->required();
   sub->add_option("-o,--output", cmd->output, "file to write (default: stdout)");
   sub->add_option("--format", cmd->format, "html or md")->capture_default_str();

@@ -24,8 +24,9 @@ struct RunCommand {
   int operator()() const {
     engine::JobRequest request = to_request(flags);
     // A CPU-only job has no rate: not parsing the catalog keeps its launch short.
-    billing::Catalog catalog = request.gpu.none() && flags.prices.empty() ? billing::Catalog()
-                                                                          : load_catalog(flags.prices);
+    billing::Catalog catalog = request.gpu.none() && flags.prices.empty()
+                                   ? billing::Catalog()
+                                   : load_catalog(flags.prices);
     std::optional<engine::Inventory> inventory;
     if (request.backend == "local" && !request.gpu.none()) inventory = local_inventory(catalog);
     JobRecord job = engine::build_job(request, catalog, inventory ? &*inventory : nullptr);
@@ -56,12 +57,13 @@ struct RunCommand {
     run.env = request.env;
     run.signals = &signals;
     int rc = supervisor.run(job, run);
-    std::fprintf(stderr, "nodus: job %lld %s after %s, cost %s%s\n", static_cast<long long>(job.id),
-                 std::string(to_string(job.state)).c_str(),
-                 format_duration(Millis(static_cast<long long>(
-                     1000 * (job.ended_at.value_or(0) - job.started_at.value_or(0)))))
-                     .c_str(),
-                 format_usd(job.cost).c_str(), job.note.empty() ? "" : (" (" + job.note + ")").c_str());
+    std::fprintf(
+        stderr, "nodus: job %lld %s after %s, cost %s%s\n", static_cast<long long>(job.id),
+        std::string(to_string(job.state)).c_str(),
+        format_duration(Millis(static_cast<long long>(
+                            1000 * (job.ended_at.value_or(0) - job.started_at.value_or(0)))))
+            .c_str(),
+        format_usd(job.cost).c_str(), job.note.empty() ? "" : (" (" + job.note + ")").c_str());
     return rc;
   }
 
@@ -70,13 +72,15 @@ struct RunCommand {
     job.ended_at = unix_now();
     job.note = why == engine::Acquired::kBusy ? "not started: its GPUs were busy (--no-wait)"
                                               : "not started: interrupted while waiting for GPUs";
-    job.exit_code = why == engine::Acquired::kBusy ? exit_code::kNodusError : exit_code::kInterrupted;
+    job.exit_code =
+        why == engine::Acquired::kBusy ? exit_code::kNodusError : exit_code::kInterrupted;
     store.update_job(job);
     if (why == engine::Acquired::kBusy)
       throw Fatal("--no-wait: not enough free " + job.gpu_type + " GPUs for --gpu " + job.gpu_type +
-                  ":" + std::to_string(job.gpu_count) + " right now (job " + std::to_string(job.id) +
-                  " not started)");
-    std::fprintf(stderr, "nodus: job %lld cancelled while waiting for GPUs\n", static_cast<long long>(job.id));
+                  ":" + std::to_string(job.gpu_count) + " right now (job " +
+                  std::to_string(job.id) + " not started)");
+    std::fprintf(stderr, "nodus: job %lld cancelled while waiting for GPUs\n",
+                 static_cast<long long>(job.id));
     return exit_code::kInterrupted;
   }
 
@@ -96,7 +100,8 @@ struct RunCommand {
       int code = std::atoi(rest.c_str());
       throw Fatal(rest.substr(rest.find(' ') + 1), code ? code : exit_code::kNodusError);
     }
-    if (status.empty()) throw Fatal("the supervisor of job " + std::to_string(job.id) + " exited before starting it");
+    if (status.empty())
+      throw Fatal("the supervisor of job " + std::to_string(job.id) + " exited before starting it");
     std::printf("%lld\n", static_cast<long long>(job.id));
     if (status == "waiting")
       std::fprintf(stderr, "nodus: job %lld is waiting for GPUs\n", static_cast<long long>(job.id));
@@ -108,9 +113,11 @@ struct RunCommand {
 
 Command add_run(CLI::App& app) {
   auto cmd = std::make_shared<RunCommand>();
-  CLI::App* sub = app.add_subcommand("run", "run a job with caps: nodus run [options] -- CMD [ARGS...]");
+  CLI::App* sub =
+      app.add_subcommand("run", "run a job with caps: nodus run [options] -- CMD [ARGS...]");
   add_run_flags(sub, cmd->flags);
-  sub->add_flag("-d,--detach", cmd->detach, "print the job id and return; a background supervisor enforces the caps");
+  sub->add_flag("-d,--detach", cmd->detach,
+                "print the job id and return; a background supervisor enforces the caps");
   sub->prefix_command();
   return {sub, [cmd, sub] {
             cmd->flags.command = job_command(sub);

@@ -26,17 +26,22 @@ void print_job(store::Store& store, const JobRecord& job, Format format) {
   if (format == Format::kJson) return print(j.dump(2) + "\n");
 
   Table t({{"field", "FIELD"}, {"value", "VALUE"}});
-  auto row = [&](const std::string& k, const std::string& v) { t.add_row({k, v}, {{"field", k}, {"value", v}}); };
+  auto row = [&](const std::string& k, const std::string& v) {
+    t.add_row({k, v}, {{"field", k}, {"value", v}});
+  };
   row("id", std::to_string(job.id));
   if (!job.name.empty()) row("name", job.name);
   row("state", std::string(to_string(job.state)));
   row("command", command_line(job.argv));
   row("backend", job.backend + (job.backend_id.empty() ? "" : " (" + job.backend_id + ")"));
-  row("gpu", gpu_label(job) + (job.inventory_source.empty() ? "" : " from " + job.inventory_source));
+  row("gpu",
+      gpu_label(job) + (job.inventory_source.empty() ? "" : " from " + job.inventory_source));
   if (job.gpu_count) row("rate", format_usd(job.rate_per_gpu_hour) + "/GPU-hour");
   row("max cost", opt_usd(job.max_cost));
   row("timeout", job.timeout_ms ? format_duration(Millis(*job.timeout_ms)) : "-");
-  row("wall", job.started_at ? format_duration(Millis(static_cast<long long>(wall_seconds(job) * 1000))) : "-");
+  row("wall", job.started_at
+                  ? format_duration(Millis(static_cast<long long>(wall_seconds(job) * 1000)))
+                  : "-");
   row("cost", format_usd(j["cost_usd"].get<double>()));
   row("exit code", job.exit_code ? std::to_string(*job.exit_code) : "-");
   if (job.signal) row("signal", std::to_string(*job.signal));
@@ -44,8 +49,11 @@ void print_job(store::Store& store, const JobRecord& job, Format format) {
   row("workdir", job.workdir);
   row("log", job.log_path);
   if (!job.note.empty()) row("note", job.note);
-  if (job.sweep_id) row("sweep", "s" + std::to_string(*job.sweep_id) + " cell " + std::to_string(job.cell_index + 1));
-  for (const auto& [k, v] : job.env) row("env " + k, is_secret_name(k) ? std::string(kRedacted) : v);
+  if (job.sweep_id)
+    row("sweep",
+        "s" + std::to_string(*job.sweep_id) + " cell " + std::to_string(job.cell_index + 1));
+  for (const auto& [k, v] : job.env)
+    row("env " + k, is_secret_name(k) ? std::string(kRedacted) : v);
 
   if (stats) {
     telemetry::Summary s = stats->values.get<telemetry::Summary>();
@@ -53,7 +61,8 @@ void print_job(store::Store& store, const JobRecord& job, Format format) {
     if (s.util_mean) {
       row("gpu util", "mean " + telemetry::format_percent(*s.util_mean) + ", median " +
                           telemetry::format_percent(s.util_median.value_or(0)) + ", idle " +
-                          telemetry::format_percent(100 * s.idle_fraction.value_or(0)) + " of samples");
+                          telemetry::format_percent(100 * s.idle_fraction.value_or(0)) +
+                          " of samples");
       row("idle cost", opt_usd(s.idle_usd) + " of " + format_usd(job.cost));
       std::string spark = telemetry::util_sparkline(store.gpu_samples(job.id), 60);
       if (!spark.empty()) row("util over time", spark);
@@ -91,7 +100,8 @@ struct ShowCommand {
     Format f = format_from(format);
     auto store = open_store();
     reconcile(*store);
-    bool looks_like_sweep = !id.empty() && id[0] == 's' && id.find_first_not_of("0123456789", 1) == std::string::npos;
+    bool looks_like_sweep =
+        !id.empty() && id[0] == 's' && id.find_first_not_of("0123456789", 1) == std::string::npos;
     if (!looks_like_sweep) {
       if (auto job = store->find_job(id)) return print_job(*store, *job, f), 0;
     }
@@ -103,7 +113,8 @@ struct ShowCommand {
 
 Command add_show(CLI::App& app) {
   auto cmd = std::make_shared<ShowCommand>();
-  CLI::App* sub = app.add_subcommand("show", "show a job (utilization, idle cost, diagnosis) or a sweep's table");
+  CLI::App* sub = app.add_subcommand(
+      "show", "show a job (utilization, idle cost, diagnosis) or a sweep's table");
   sub->add_option("id", cmd->id, "job id or name, or sweep id (s3) or name")->required();
   sub->add_option("--sort", cmd->sort, "sweep table: sort by this column");
   add_format_flag(sub, cmd->format);

@@ -75,8 +75,8 @@ int supervise() {
         job.exit_code = exit_code::kNodusError;
         job.note = "not started: its GPUs were busy (--no-wait)";
         store->update_job(job);
-        status.send("error 125 --no-wait: not enough free " + job.gpu_type + " GPUs right now (job " +
-                    std::to_string(job.id) + " not started)");
+        status.send("error 125 --no-wait: not enough free " + job.gpu_type +
+                    " GPUs right now (job " + std::to_string(job.id) + " not started)");
         return exit_code::kNodusError;
       }
       status.send("waiting");

@@ -36,11 +36,19 @@ struct SweepFlags {
 nlohmann::json definition_options(const SweepFlags& f, const engine::JobRequest& r) {
   nlohmann::json env = nlohmann::json::object();
   for (const auto& [k, v] : r.env) env[k] = is_secret_name(k) ? std::string(kRedacted) : v;
-  return {{"gpu", f.run.gpu}, {"max_cost", f.run.max_cost}, {"timeout", f.run.timeout},
-          {"grace", f.run.grace}, {"env", env}, {"workdir", r.workdir}, {"image", f.run.image},
-          {"backend", r.backend}, {"metric_regex", f.run.metric_regex},
-          {"throughput", f.run.throughput}, {"min_util", f.run.min_util},
-          {"util_window", f.run.util_window}, {"sample_interval", f.run.sample_interval}};
+  return {{"gpu", f.run.gpu},
+          {"max_cost", f.run.max_cost},
+          {"timeout", f.run.timeout},
+          {"grace", f.run.grace},
+          {"env", env},
+          {"workdir", r.workdir},
+          {"image", f.run.image},
+          {"backend", r.backend},
+          {"metric_regex", f.run.metric_regex},
+          {"throughput", f.run.throughput},
+          {"min_util", f.run.min_util},
+          {"util_window", f.run.util_window},
+          {"sample_interval", f.run.sample_interval}};
 }
 
 // Fills the flags of a sweep being resumed from its stored definition.
@@ -92,7 +100,8 @@ struct SweepCommand {
       if (!resumed) throw Fatal("--resume: unknown sweep '" + f.resume + "': see nodus sweeps");
       if (f.run.command.empty()) restore_flags(f, *resumed);
     }
-    if (f.params.empty()) throw Fatal("--param: at least one NAME=VALUES is needed (e.g. --param num_workers=0,4,8)");
+    if (f.params.empty())
+      throw Fatal("--param: at least one NAME=VALUES is needed (e.g. --param num_workers=0,4,8)");
     engine::JobRequest request = to_request(f.run);
     sweep::Grid grid = value_or_throw(sweep::parse_grid(f.params));
     value_or_throw(sweep::check_cell_count(grid, f.yes));
@@ -100,8 +109,11 @@ struct SweepCommand {
     std::optional<double> budget;
     if (!f.budget.empty()) budget = value_or_throw(parse_usd(f.budget, "--budget"));
     if (budget && request.gpu.none())
-      throw Fatal("--budget " + format_usd(*budget) + ": CPU-only cells have no catalog rate; add --gpu TYPE[:COUNT]");
-    if (f.parallel < 0) throw Fatal("--parallel: invalid value '" + std::to_string(f.parallel) + "': expected 1 or more");
+      throw Fatal("--budget " + format_usd(*budget) +
+                  ": CPU-only cells have no catalog rate; add --gpu TYPE[:COUNT]");
+    if (f.parallel < 0)
+      throw Fatal("--parallel: invalid value '" + std::to_string(f.parallel) +
+                  "': expected 1 or more");
 
     billing::Catalog catalog = load_catalog(f.run.prices);
     std::optional<engine::Inventory> inventory;
@@ -111,9 +123,10 @@ struct SweepCommand {
     nlohmann::json options = definition_options(f, request);
     std::string hash = sweep::definition_hash(tmpl.source(), grid, options);
     if (resumed && resumed->definition_hash != hash)
-      throw Fatal("--resume " + sweep_label(*resumed) +
-                  ": the sweep's definition changed (command, params, GPUs, caps or env differ from "
-                  "when it was started); start a new sweep instead");
+      throw Fatal(
+          "--resume " + sweep_label(*resumed) +
+          ": the sweep's definition changed (command, params, GPUs, caps or env differ from "
+          "when it was started); start a new sweep instead");
 
     std::vector<engine::PlannedCell> cells;
     for (const auto& cell : sweep::expand(grid)) {
@@ -127,21 +140,26 @@ struct SweepCommand {
       p.env = request.env;
       for (const auto& [k, v] : sweep::cell_env(cell)) p.env[k] = v;
       p.job.env = p.env;
-      p.job.cell_key = sweep::cell_key({p.job.argv, p.env, request.gpu, request.max_cost, p.job.timeout_ms});
+      p.job.cell_key =
+          sweep::cell_key({p.job.argv, p.env, request.gpu, request.max_cost, p.job.timeout_ms});
       cells.push_back(std::move(p));
     }
-    int parallel = f.parallel > 0 ? f.parallel : engine::default_parallel(base, inventory ? &*inventory : nullptr);
+    int parallel = f.parallel > 0
+                       ? f.parallel
+                       : engine::default_parallel(base, inventory ? &*inventory : nullptr);
     auto worst = engine::worst_case_cost(base.gpu_count, base.rate_per_gpu_hour, base.max_cost,
                                          base.timeout_ms, base.grace_ms);
-    std::string worst_text = worst ? format_usd(*worst * cells.size()) + " (" + std::to_string(cells.size()) +
-                                         " x " + format_usd(*worst) + ")"
+    std::string worst_text = worst ? format_usd(*worst * cells.size()) + " (" +
+                                         std::to_string(cells.size()) + " x " + format_usd(*worst) +
+                                         ")"
                                    : "unbounded (no --max-cost or --timeout)";
-    std::fprintf(stderr, "nodus: sweep of %zu cells, up to %d at once, worst case %s%s\n", cells.size(),
-                 std::min<int>(parallel, static_cast<int>(cells.size())), worst_text.c_str(),
-                 budget ? (", budget " + format_usd(*budget)).c_str() : "");
+    std::fprintf(stderr, "nodus: sweep of %zu cells, up to %d at once, worst case %s%s\n",
+                 cells.size(), std::min<int>(parallel, static_cast<int>(cells.size())),
+                 worst_text.c_str(), budget ? (", budget " + format_usd(*budget)).c_str() : "");
     if (budget && !worst)
-      std::fprintf(stderr, "nodus: cells have no --max-cost or --timeout: with --budget each runs alone, "
-                           "capped at what is left\n");
+      std::fprintf(stderr,
+                   "nodus: cells have no --max-cost or --timeout: with --budget each runs alone, "
+                   "capped at what is left\n");
     if (f.dry_run) return print_plan(cells, grid, format), 0;
 
     if (!store) store = open_store();
@@ -163,8 +181,11 @@ struct SweepCommand {
       sweep.name = f.run.name;
       sweep.backend = request.backend;
       sweep.argv = request.argv;
-      sweep.definition = {{"params", f.params}, {"options", options}, {"parallel", f.parallel}, {"budget", f.budget},
-                           {"cells", cells.size()}};
+      sweep.definition = {{"params", f.params},
+                          {"options", options},
+                          {"parallel", f.parallel},
+                          {"budget", f.budget},
+                          {"cells", cells.size()}};
       sweep.definition_hash = hash;
       sweep.budget = budget;
       sweep.created_at = unix_now();
@@ -173,13 +194,18 @@ struct SweepCommand {
     sweep.ended_at.reset();
     sweep.supervisor_pid = getpid();
     sweep.supervisor_start = store::process_start_time(sweep.supervisor_pid);
-    if (resumed) store->update_sweep(sweep);
-    else sweep.id = store->insert_sweep(sweep);
+    if (resumed)
+      store->update_sweep(sweep);
+    else
+      sweep.id = store->insert_sweep(sweep);
     for (auto& c : cells)
-      if (!c.done) c.job.name = (sweep.name.empty() ? "s" + std::to_string(sweep.id) : sweep.name) + "-" + std::to_string(c.index + 1);
+      if (!c.done)
+        c.job.name = (sweep.name.empty() ? "s" + std::to_string(sweep.id) : sweep.name) + "-" +
+                     std::to_string(c.index + 1);
 
     engine::SignalWatch signals;
-    engine::SweepProgress progress(sweep_label(sweep), is_tty(2) && !std::getenv("CI"), use_color(2));
+    engine::SweepProgress progress(sweep_label(sweep), is_tty(2) && !std::getenv("CI"),
+                                   use_color(2));
     engine::SweepRunner runner(*store, signals, progress);
     engine::SweepSettings settings{parallel, budget, inventory ? &*inventory : nullptr};
     std::string state = runner.run(sweep, cells, settings);
@@ -188,12 +214,16 @@ struct SweepCommand {
     store->update_sweep(sweep);
     print_sweep(*store, sweep, f.sort, format);
     if (state != "completed")
-      std::fprintf(stderr, "nodus: sweep %s ended %s; `nodus sweep --resume %s` reruns the cells that did not complete\n",
-                   sweep_label(sweep).c_str(), state.c_str(), ("s" + std::to_string(sweep.id)).c_str());
+      std::fprintf(stderr,
+                   "nodus: sweep %s ended %s; `nodus sweep --resume %s` reruns the cells that did "
+                   "not complete\n",
+                   sweep_label(sweep).c_str(), state.c_str(),
+                   ("s" + std::to_string(sweep.id)).c_str());
     return exit_for(state);
   }
 
-  void print_plan(const std::vector<engine::PlannedCell>& cells, const sweep::Grid& grid, Format format) const {
+  void print_plan(const std::vector<engine::PlannedCell>& cells, const sweep::Grid& grid,
+                  Format format) const {
     std::vector<Column> cols = {{"cell", "CELL", true}};
     for (const auto& axis : grid.axes) cols.push_back({axis.name, axis.name});
     cols.push_back({"command", "COMMAND"});
@@ -217,12 +247,17 @@ struct SweepCommand {
 
 Command add_sweep(CLI::App& app) {
   auto cmd = std::make_shared<SweepCommand>();
-  CLI::App* sub = app.add_subcommand("sweep", "run a job once per cell of a parameter grid: nodus sweep --param N=V1,V2 -- CMD {N}");
+  CLI::App* sub = app.add_subcommand(
+      "sweep",
+      "run a job once per cell of a parameter grid: nodus sweep --param N=V1,V2 -- CMD {N}");
   add_run_flags(sub, cmd->f.run);
-  sub->add_option("-p,--param", cmd->f.params, "NAME=VALUES: 4,8,16 | 1..8 | 1..16:4 | 64..1024:x2 (repeatable)");
-  sub->add_option("--parallel", cmd->f.parallel, "at most N cells at once (default: as many as the free GPUs allow)");
+  sub->add_option("-p,--param", cmd->f.params,
+                  "NAME=VALUES: 4,8,16 | 1..8 | 1..16:4 | 64..1024:x2 (repeatable)");
+  sub->add_option("--parallel", cmd->f.parallel,
+                  "at most N cells at once (default: as many as the free GPUs allow)");
   sub->add_option("--budget", cmd->f.budget, "cap on the whole sweep's cost, USD");
-  sub->add_flag("--dry-run", cmd->f.dry_run, "print the cells and the worst-case cost; run nothing");
+  sub->add_flag("--dry-run", cmd->f.dry_run,
+                "print the cells and the worst-case cost; run nothing");
   sub->add_flag("-y,--yes", cmd->f.yes, "confirm a sweep of more than 1000 cells");
   sub->add_option("--resume", cmd->f.resume, "rerun the cells of SWEEP that did not complete");
   sub->add_option("--sort", cmd->f.sort, "sort the table by this column");

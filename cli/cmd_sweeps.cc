@@ -16,9 +16,16 @@ struct SweepsCommand {
     Format f = format_from(format);
     auto store = open_store();
     reconcile(*store);
-    Table t({{"id", "ID"}, {"name", "NAME"}, {"state", "STATE"}, {"cells", "CELLS", true},
-             {"completed", "DONE", true}, {"failed", "FAILED", true}, {"cost_usd", "COST", true},
-             {"budget_usd", "BUDGET", true}, {"created_at", "CREATED"}, {"command", "COMMAND"}});
+    Table t({{"id", "ID"},
+             {"name", "NAME"},
+             {"state", "STATE"},
+             {"cells", "CELLS", true},
+             {"completed", "DONE", true},
+             {"failed", "FAILED", true},
+             {"cost_usd", "COST", true},
+             {"budget_usd", "BUDGET", true},
+             {"created_at", "CREATED"},
+             {"command", "COMMAND"}});
     for (auto& s : store->sweeps(limit)) {
       if (s.state == "running" && !store::process_alive(s.supervisor_pid, s.supervisor_start)) {
         s.state = "interrupted";  // its nodus process died; --resume picks it up
@@ -35,13 +42,19 @@ struct SweepsCommand {
       int total = s.definition.value("cells", static_cast<int>(cells.size()));
       std::string cmd = command_line(s.argv);
       if (cmd.size() > 48) cmd = cmd.substr(0, 45) + "...";
-      t.add_row({"s" + std::to_string(s.id), s.name.empty() ? "-" : s.name, s.state, std::to_string(total),
-                 std::to_string(completed), std::to_string(failed), format_usd(cost),
-                 s.budget ? format_usd(*s.budget) : "-", ago(s.created_at), cmd},
-                {{"id", "s" + std::to_string(s.id)}, {"name", s.name}, {"state", s.state}, {"cells", total},
-                 {"completed", completed}, {"failed", failed}, {"cost_usd", cost},
+      t.add_row({"s" + std::to_string(s.id), s.name.empty() ? "-" : s.name, s.state,
+                 std::to_string(total), std::to_string(completed), std::to_string(failed),
+                 format_usd(cost), s.budget ? format_usd(*s.budget) : "-", ago(s.created_at), cmd},
+                {{"id", "s" + std::to_string(s.id)},
+                 {"name", s.name},
+                 {"state", s.state},
+                 {"cells", total},
+                 {"completed", completed},
+                 {"failed", failed},
+                 {"cost_usd", cost},
                  {"budget_usd", s.budget ? nlohmann::json(*s.budget) : nlohmann::json()},
-                 {"created_at", s.created_at}, {"command", command_line(s.argv)}});
+                 {"created_at", s.created_at},
+                 {"command", command_line(s.argv)}});
     }
     print(t.render(f));
     return 0;

@@ -24,8 +24,10 @@ std::vector<std::string> job_command(CLI::App* sub) {
 }
 
 void add_run_flags(CLI::App* sub, RunFlags& f) {
-  sub->add_option("--gpu", f.gpu, "GPUs as TYPE[:COUNT] (H100, h100:8, L4) or none")->capture_default_str();
-  sub->add_option("--max-cost", f.max_cost, "stop before the job costs more than USD (5, 5.00, $5)");
+  sub->add_option("--gpu", f.gpu, "GPUs as TYPE[:COUNT] (H100, h100:8, L4) or none")
+      ->capture_default_str();
+  sub->add_option("--max-cost", f.max_cost,
+                  "stop before the job costs more than USD (5, 5.00, $5)");
   sub->add_option("--timeout", f.timeout, "stop after DURATION (90s, 30m, 2h, 1h30m, 1d)");
   sub->add_option("--grace", f.grace, "time between SIGTERM and SIGKILL")->capture_default_str();
   sub->add_option("--name", f.name, "a name for the job");
@@ -35,11 +37,15 @@ void add_run_flags(CLI::App* sub, RunFlags& f) {
   sub->add_option("--backend", f.backend, "local or slurm (default $NODUS_BACKEND or local)");
   sub->add_option("--prices", f.prices, "price catalog: a JSON file or an https URL");
   sub->add_flag("--no-wait", f.no_wait, "fail instead of waiting when the GPUs are busy");
-  sub->add_option("--sample-interval", f.sample_interval, "telemetry sampling period")->capture_default_str();
-  sub->add_option("--min-util", f.min_util, "stop when mean GPU utilization over --util-window is below PCT");
+  sub->add_option("--sample-interval", f.sample_interval, "telemetry sampling period")
+      ->capture_default_str();
+  sub->add_option("--min-util", f.min_util,
+                  "stop when mean GPU utilization over --util-window is below PCT");
   sub->add_option("--util-window", f.util_window, "window for --min-util")->capture_default_str();
-  sub->add_option("--metric-regex", f.metric_regex, "NAME=REGEX: a metric from the job's output lines");
-  sub->add_option("--throughput", f.throughput, "metric that measures throughput")->capture_default_str();
+  sub->add_option("--metric-regex", f.metric_regex,
+                  "NAME=REGEX: a metric from the job's output lines");
+  sub->add_option("--throughput", f.throughput, "metric that measures throughput")
+      ->capture_default_str();
 }
 
 engine::JobRequest to_request(const RunFlags& f) {
@@ -56,17 +62,21 @@ engine::JobRequest to_request(const RunFlags& f) {
   for (const auto& kv : f.env) r.env.insert(value_or_throw(parse_env_assignment(kv)));
   r.workdir = f.workdir;
   r.image = f.image;
-  r.supervise.sample_interval = value_or_throw(parse_duration(f.sample_interval, "--sample-interval"));
+  r.supervise.sample_interval =
+      value_or_throw(parse_duration(f.sample_interval, "--sample-interval"));
   if (r.supervise.sample_interval < Millis(50))
     throw Fatal("--sample-interval: invalid value '" + f.sample_interval + "': at least 50ms");
-  if (!f.min_util.empty()) r.supervise.min_util = value_or_throw(parse_percent(f.min_util, "--min-util"));
+  if (!f.min_util.empty())
+    r.supervise.min_util = value_or_throw(parse_percent(f.min_util, "--min-util"));
   r.supervise.util_window = value_or_throw(parse_duration(f.util_window, "--util-window"));
   r.supervise.metric_regexes = f.metric_regex;
   r.supervise.throughput_metric = f.throughput;
   return r;
 }
 
-std::unique_ptr<store::Store> open_store() { return store::Store::open(store::Store::default_path()); }
+std::unique_ptr<store::Store> open_store() {
+  return store::Store::open(store::Store::default_path());
+}
 
 billing::Catalog load_catalog(const std::string& prices_flag) {
   std::optional<std::string> flag;

@@ -3,7 +3,6 @@
 // both take, and opening the store and the catalog the same way everywhere.
 
 #include <CLI/CLI.hpp>
-
 #include <functional>
 #include <memory>
 #include <optional>
@@ -77,6 +76,6 @@ Format format_from(const std::string& text);
 void print(const std::string& text);  // stdout, all of it
 
 std::string command_line(const std::vector<std::string>& argv);  // shell-quoted for display
-std::string ago(double unix_time);                                // "3m ago"
+std::string ago(double unix_time);                               // "3m ago"
 
 }  // namespace nodus::cli

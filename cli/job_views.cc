@@ -28,7 +28,9 @@ static double live_cost(const JobRecord& job) {
 }
 
 nlohmann::json job_json(const JobRecord& job) {
-  auto opt = [](const auto& o) -> nlohmann::json { return o ? nlohmann::json(*o) : nlohmann::json(); };
+  auto opt = [](const auto& o) -> nlohmann::json {
+    return o ? nlohmann::json(*o) : nlohmann::json();
+  };
   nlohmann::json env = nlohmann::json::object();
   for (const auto& [k, v] : job.env) env[k] = is_secret_name(k) ? std::string(kRedacted) : v;
   return {
@@ -79,17 +81,23 @@ Table jobs_table(const std::vector<JobRecord>& jobs) {
     std::string cmd = command_line(job.argv);
     if (cmd.size() > 48) cmd = cmd.substr(0, 45) + "...";
     auto j = job_json(job);
-    nlohmann::json raw = {{"id", job.id},         {"name", job.name},
-                          {"state", j["state"]},  {"gpu", gpu_label(job)},
-                          {"created_at", job.created_at}, {"wall_s", j["wall_s"]},
-                          {"cost_usd", j["cost_usd"]},    {"exit_code", j["exit_code"]},
+    nlohmann::json raw = {{"id", job.id},
+                          {"name", job.name},
+                          {"state", j["state"]},
+                          {"gpu", gpu_label(job)},
+                          {"created_at", job.created_at},
+                          {"wall_s", j["wall_s"]},
+                          {"cost_usd", j["cost_usd"]},
+                          {"exit_code", j["exit_code"]},
                           {"command", command_line(job.argv)}};
-    t.add_row({std::to_string(job.id), job.name.empty() ? "-" : job.name, j["state"].get<std::string>(),
-               gpu_label(job), ago(job.created_at),
-               job.started_at ? format_duration(Millis(static_cast<long long>(wall_seconds(job) * 1000))) : "-",
-               format_usd(j["cost_usd"].get<double>()),
-               job.exit_code ? std::to_string(*job.exit_code) : "-", cmd},
-              raw);
+    t.add_row(
+        {std::to_string(job.id), job.name.empty() ? "-" : job.name, j["state"].get<std::string>(),
+         gpu_label(job), ago(job.created_at),
+         job.started_at ? format_duration(Millis(static_cast<long long>(wall_seconds(job) * 1000)))
+                        : "-",
+         format_usd(j["cost_usd"].get<double>()),
+         job.exit_code ? std::to_string(*job.exit_code) : "-", cmd},
+        raw);
   }
   return t;
 }

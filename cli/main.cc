@@ -2,7 +2,6 @@
 // main() is the one place that turns errors into exit codes.
 
 #include <CLI/CLI.hpp>
-
 #include <cstdio>
 #include <exception>
 #include <string>
@@ -17,12 +16,13 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", "nodus 0.1.0");
   app.require_subcommand(1);
   std::vector<cli::Command> commands = {
-      cli::add_run(app),    cli::add_sweep(app),  cli::add_ps(app),       cli::add_show(app),
-      cli::add_logs(app),   cli::add_stop(app),   cli::add_sweeps(app),   cli::add_cost(app),
-      cli::add_prices(app), cli::add_estimate(app), cli::add_report(app), cli::add_config(app),
+      cli::add_run(app),    cli::add_sweep(app),     cli::add_ps(app),     cli::add_show(app),
+      cli::add_logs(app),   cli::add_stop(app),      cli::add_sweeps(app), cli::add_cost(app),
+      cli::add_prices(app), cli::add_estimate(app),  cli::add_report(app), cli::add_config(app),
       cli::add_gpus(app),   cli::add_supervise(app),
   };
-  // Everything after the first "--" is the job's command, whatever it looks like: CLI11 never sees it.
+  // Everything after the first "--" is the job's command, whatever it looks like: CLI11 never sees
+  // it.
   std::vector<std::string> args;
   for (int i = argc - 1; i >= 1; --i) args.emplace_back(argv[i]);  // CLI11 wants them reversed
   for (int i = 1; i < argc; ++i) {

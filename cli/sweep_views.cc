@@ -12,7 +12,8 @@ std::string sweep_label(const store::SweepRecord& sweep) {
   return sweep.name.empty() ? id : id + " (" + sweep.name + ")";
 }
 
-void print_sweep(store::Store& store, const store::SweepRecord& sweep, const std::string& sort, Format format) {
+void print_sweep(store::Store& store, const store::SweepRecord& sweep, const std::string& sort,
+                 Format format) {
   SweepResults results = load_sweep_results(store, sweep);
   sweep::CompareOptions options;
   options.sort = sort;
@@ -21,10 +22,15 @@ void print_sweep(store::Store& store, const store::SweepRecord& sweep, const std
   if (format == Format::kJson) {
     auto best = sweep::best_cell(results.cells);
     nlohmann::json out = {
-        {"sweep", {{"id", "s" + std::to_string(sweep.id)}, {"name", sweep.name}, {"state", sweep.state},
-                   {"command", sweep.argv}, {"params", sweep.definition.value("params", nlohmann::json::array())},
-                   {"budget_usd", sweep.budget ? nlohmann::json(*sweep.budget) : nlohmann::json()},
-                   {"cost_usd", results.total_cost}, {"created_at", sweep.created_at}}},
+        {"sweep",
+         {{"id", "s" + std::to_string(sweep.id)},
+          {"name", sweep.name},
+          {"state", sweep.state},
+          {"command", sweep.argv},
+          {"params", sweep.definition.value("params", nlohmann::json::array())},
+          {"budget_usd", sweep.budget ? nlohmann::json(*sweep.budget) : nlohmann::json()},
+          {"cost_usd", results.total_cost},
+          {"created_at", sweep.created_at}}},
         {"cells", table.raw_rows()},
         {"best_cell", best ? nlohmann::json(results.cells[*best].index) : nlohmann::json()},
         {"summary", summary}};
@@ -32,7 +38,8 @@ void print_sweep(store::Store& store, const store::SweepRecord& sweep, const std
   }
   print(table.render(format));
   if (format == Format::kCsv) return;
-  std::string tail = "\n" + sweep_label(sweep) + ": " + sweep.state + ", total " + format_usd(results.total_cost);
+  std::string tail =
+      "\n" + sweep_label(sweep) + ": " + sweep.state + ", total " + format_usd(results.total_cost);
   if (sweep.budget) tail += " of " + format_usd(*sweep.budget) + " budget";
   if (!summary.empty()) tail += "\n" + summary;
   print(tail + "\n");

@@ -10,7 +10,8 @@
 namespace nodus::cli {
 
 // Prints the sweep's comparison table (stdout) and, for table/md, the summary sentence.
-void print_sweep(store::Store& store, const store::SweepRecord& sweep, const std::string& sort, Format format);
+void print_sweep(store::Store& store, const store::SweepRecord& sweep, const std::string& sort,
+                 Format format);
 
 // "s12" or "s12 (name)".
 std::string sweep_label(const store::SweepRecord& sweep);

@@ -10,18 +10,24 @@ namespace nodus {
 
 const std::vector<ConfigKey>& config_keys() {
   static const std::vector<ConfigKey> keys = {
-      {"home", "NODUS_HOME", "", "store folder (default $XDG_DATA_HOME/nodus or ~/.local/share/nodus)"},
+      {"home", "NODUS_HOME", "",
+       "store folder (default $XDG_DATA_HOME/nodus or ~/.local/share/nodus)"},
       {"backend", "NODUS_BACKEND", "local", "backend for run and sweep: local or slurm"},
-      {"local_gpus", "NODUS_LOCAL_GPUS", "", "declared GPU inventory, e.g. H100:4,L4:2 (else nvidia-smi)"},
+      {"local_gpus", "NODUS_LOCAL_GPUS", "",
+       "declared GPU inventory, e.g. H100:4,L4:2 (else nvidia-smi)"},
       {"prices", "NODUS_PRICES", "", "price catalog override: a JSON file or an https URL"},
-      {"slurm_url", "NODUS_SLURM_URL", "", "slurmrestd endpoint: unix:///path.sock or http(s)://host:port", true},
+      {"slurm_url", "NODUS_SLURM_URL", "",
+       "slurmrestd endpoint: unix:///path.sock or http(s)://host:port", true},
       {"slurm_jwt", "SLURM_JWT", "", "JWT for slurmrestd over http(s)", true},
       {"slurm_user", "NODUS_SLURM_USER", "", "user name sent to slurmrestd (default: login name)"},
       {"slurm_api", "NODUS_SLURM_API", "v0.0.38", "slurmrestd API version"},
-      {"slurm_gres_map", "NODUS_SLURM_GRES", "", "catalog type -> GRES type, e.g. H100-SXM=h100,L4=l4"},
-      {"slurm_workdir", "NODUS_SLURM_WORKDIR", "", "shared folder for job scripts and output on Slurm"},
+      {"slurm_gres_map", "NODUS_SLURM_GRES", "",
+       "catalog type -> GRES type, e.g. H100-SXM=h100,L4=l4"},
+      {"slurm_workdir", "NODUS_SLURM_WORKDIR", "",
+       "shared folder for job scripts and output on Slurm"},
       {"slurm_partition", "NODUS_SLURM_PARTITION", "", "Slurm partition (default: the cluster's)"},
-      {"nvidia_smi", "NODUS_NVIDIA_SMI", "nvidia-smi", "nvidia-smi executable used for the inventory"},
+      {"nvidia_smi", "NODUS_NVIDIA_SMI", "nvidia-smi",
+       "nvidia-smi executable used for the inventory"},
   };
   return keys;
 }
@@ -45,7 +51,8 @@ std::string config_get(const std::string& key) {
 
 std::string nodus_home() {
   if (auto v = config_env("home")) return *v;
-  if (const char* xdg = std::getenv("XDG_DATA_HOME"); xdg && *xdg) return std::string(xdg) + "/nodus";
+  if (const char* xdg = std::getenv("XDG_DATA_HOME"); xdg && *xdg)
+    return std::string(xdg) + "/nodus";
   const char* home = std::getenv("HOME");
   if (home == nullptr || *home == '\0') {
     if (const passwd* pw = getpwuid(getuid())) home = pw->pw_dir;

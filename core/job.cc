@@ -47,8 +47,8 @@ double JobRecord::gpu_seconds() const {
 
 bool is_secret_name(std::string_view name) {
   std::string upper = to_upper(name);
-  for (std::string_view word : {"TOKEN", "SECRET", "PASSWORD", "PASSWD", "JWT", "API_KEY",
-                                "APIKEY", "ACCESS_KEY", "PRIVATE_KEY", "CREDENTIAL", "AUTH"})
+  for (std::string_view word : {"TOKEN", "SECRET", "PASSWORD", "PASSWD", "JWT", "API_KEY", "APIKEY",
+                                "ACCESS_KEY", "PRIVATE_KEY", "CREDENTIAL", "AUTH"})
     if (upper.find(word) != std::string::npos) return true;
   return false;
 }

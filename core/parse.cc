@@ -11,8 +11,8 @@ namespace nodus {
 namespace {
 
 Error bad(std::string_view flag, std::string_view text, std::string_view allowed) {
-  return Error::permanent(std::string(flag) + ": invalid value '" + std::string(text) + "': " +
-                          std::string(allowed));
+  return Error::permanent(std::string(flag) + ": invalid value '" + std::string(text) +
+                          "': " + std::string(allowed));
 }
 
 bool parse_number(std::string_view s, double* out) {
@@ -121,13 +121,15 @@ Result<GpuRequest> parse_gpu_request(std::string_view text) {
 }
 
 Result<std::pair<std::string, std::string>> parse_env_assignment(std::string_view text) {
-  static constexpr std::string_view kAllowed = "expected NAME=VALUE with NAME of [A-Za-z_][A-Za-z0-9_]*";
+  static constexpr std::string_view kAllowed =
+      "expected NAME=VALUE with NAME of [A-Za-z_][A-Za-z0-9_]*";
   auto eq = text.find('=');
   if (eq == std::string_view::npos || eq == 0) return bad("--env", text, kAllowed);
   std::string_view key = text.substr(0, eq);
   if (std::isdigit(static_cast<unsigned char>(key[0]))) return bad("--env", text, kAllowed);
   for (char c : key)
-    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_')) return bad("--env", text, kAllowed);
+    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_'))
+      return bad("--env", text, kAllowed);
   return std::make_pair(std::string(key), std::string(text.substr(eq + 1)));
 }
 

@@ -11,7 +11,7 @@ struct GpuSample {
   double t = 0;  // unix seconds
   int gpu_index = 0;
   double util_gpu = 0;  // percent of the sample period a kernel ran (nvidia-smi utilization.gpu)
-  std::optional<double> util_mem;      // percent of time memory was read or written
+  std::optional<double> util_mem;  // percent of time memory was read or written
   std::optional<double> mem_used_mib;
   std::optional<double> power_w;
   std::optional<double> sm_clock_mhz;

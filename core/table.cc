@@ -73,8 +73,7 @@ std::string csv_escape(std::string_view field) {
 
 std::string Table::render_csv() const {
   std::string out;
-  for (size_t c = 0; c < columns_.size(); ++c)
-    out += (c ? "," : "") + csv_escape(columns_[c].key);
+  for (size_t c = 0; c < columns_.size(); ++c) out += (c ? "," : "") + csv_escape(columns_[c].key);
   out += "\n";
   for (const auto& row : raw_) {
     for (size_t c = 0; c < columns_.size(); ++c) {

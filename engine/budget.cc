@@ -12,7 +12,8 @@ std::optional<double> BudgetLedger::left() const {
   return std::max(0.0, *budget_ - spent_ - reserved_);
 }
 
-BudgetLedger::Decision BudgetLedger::try_reserve(std::optional<double> worst_case, bool others_running) {
+BudgetLedger::Decision BudgetLedger::try_reserve(std::optional<double> worst_case,
+                                                 bool others_running) {
   if (!budget_) return {Grant{}, Refusal::kWait};
   double left_now = *left();
   if (worst_case) {

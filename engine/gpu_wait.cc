@@ -9,8 +9,8 @@
 
 namespace nodus::engine {
 
-Acquired acquire_gpus(store::Store& store, JobRecord& job, const Inventory& inventory,
-                      bool no_wait, SignalWatch* signals, bool attach) {
+Acquired acquire_gpus(store::Store& store, JobRecord& job, const Inventory& inventory, bool no_wait,
+                      SignalWatch* signals, bool attach) {
   if (job.gpu_count == 0) {
     job.state = JobState::kStarting;
     return Acquired::kClaimed;
@@ -19,7 +19,8 @@ Acquired acquire_gpus(store::Store& store, JobRecord& job, const Inventory& inve
   const int64_t start = store::process_start_time(pid);
   bool said = false;
   for (;;) {
-    if (auto got = store.claim_gpus(job.id, job.gpu_type, job.gpu_count, inventory.gpus, pid, start)) {
+    if (auto got =
+            store.claim_gpus(job.id, job.gpu_type, job.gpu_count, inventory.gpus, pid, start)) {
       job.gpu_indices = *got;
       job.state = JobState::kStarting;
       store.update_job(job);

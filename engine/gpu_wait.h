@@ -15,7 +15,7 @@ enum class Acquired { kClaimed, kBusy, kInterrupted };
 // frees them). Busy: waits, saying so once on stderr when `attach`, re-trying every 250 ms,
 // unless no_wait. A signal on `signals` ends the wait (kInterrupted). On kClaimed the row holds
 // the indices and state starting.
-Acquired acquire_gpus(store::Store& store, JobRecord& job, const Inventory& inventory,
-                      bool no_wait, SignalWatch* signals, bool attach);
+Acquired acquire_gpus(store::Store& store, JobRecord& job, const Inventory& inventory, bool no_wait,
+                      SignalWatch* signals, bool attach);
 
 }  // namespace nodus::engine

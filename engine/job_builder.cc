@@ -14,7 +14,8 @@ std::string describe_inventory(const Inventory& inv) {
   std::map<std::string, int> counts;
   for (const auto& g : inv.gpus) counts[g.type]++;
   std::string s;
-  for (const auto& [type, n] : counts) s += (s.empty() ? "" : ", ") + type + " x" + std::to_string(n);
+  for (const auto& [type, n] : counts)
+    s += (s.empty() ? "" : ", ") + type + " x" + std::to_string(n);
   return s;
 }
 
@@ -27,8 +28,8 @@ void check_inventory(const JobRequest& r, const std::string& type, const Invento
                 (inv.note.empty() ? inv.source : inv.note) +
                 "); declare them with NODUS_LOCAL_GPUS, e.g. NODUS_LOCAL_GPUS=" + type + ":1");
   if (have == 0)
-    throw Fatal(spec + ": this machine has no " + type + " GPUs; it has " + describe_inventory(inv) +
-                " (from " + inv.source + ")");
+    throw Fatal(spec + ": this machine has no " + type + " GPUs; it has " +
+                describe_inventory(inv) + " (from " + inv.source + ")");
   if (r.gpu.count > have)
     throw Fatal(spec + ": more than this machine has: " + std::to_string(have) + " " + type +
                 " (from " + inv.source + ")");
@@ -36,8 +37,10 @@ void check_inventory(const JobRequest& r, const std::string& type, const Invento
 
 }  // namespace
 
-JobRecord build_job(const JobRequest& r, const billing::Catalog& catalog, const Inventory* inventory) {
-  if (r.argv.empty()) throw Fatal("no command given: usage: nodus run [options] -- COMMAND [ARGS...]");
+JobRecord build_job(const JobRequest& r, const billing::Catalog& catalog,
+                    const Inventory* inventory) {
+  if (r.argv.empty())
+    throw Fatal("no command given: usage: nodus run [options] -- COMMAND [ARGS...]");
   JobRecord job;
   job.argv = r.argv;
   job.name = r.name;
@@ -61,8 +64,9 @@ JobRecord build_job(const JobRequest& r, const billing::Catalog& catalog, const 
       job.inventory_source = inventory->source;
     }
   } else if (r.max_cost) {
-    throw Fatal("--max-cost " + format_usd(*r.max_cost) +
-                ": a CPU-only job has no catalog rate to cap; add --gpu TYPE[:COUNT] or use --timeout");
+    throw Fatal(
+        "--max-cost " + format_usd(*r.max_cost) +
+        ": a CPU-only job has no catalog rate to cap; add --gpu TYPE[:COUNT] or use --timeout");
   }
 
   if (r.backend == "local") {

@@ -3,15 +3,15 @@
 #include <chrono>
 #include <cstdio>
 
+#include "core/parse.h"
+#include "sweep/metric_regex.h"
+#include "sweep/metrics.h"
 #include "telemetry/diagnosis.h"
 #include "telemetry/gpu_sampler.h"
 #include "telemetry/host_sampler.h"
 #include "telemetry/summary.h"
 #include "telemetry/util_policy.h"
 #include "telemetry/util_series.h"
-#include "core/parse.h"
-#include "sweep/metric_regex.h"
-#include "sweep/metrics.h"
 
 namespace nodus::engine {
 namespace {
@@ -68,14 +68,17 @@ void JobObserver::on_started(const JobRecord& job) {
   Impl& m = *impl_;
   m.job_id = job.id;
   m.last_flush = unix_now();
-  if (!job.metrics_path.empty()) m.metrics = std::make_unique<sweep::MetricsFileReader>(job.metrics_path);
+  if (!job.metrics_path.empty())
+    m.metrics = std::make_unique<sweep::MetricsFileReader>(job.metrics_path);
   if (job.backend != "local") return;
   if (job.gpu_count > 0) {
-    m.gpu = telemetry::make_gpu_sampler(static_cast<int>(m.options.sample_interval.count()), &m.gpu_note);
+    m.gpu = telemetry::make_gpu_sampler(static_cast<int>(m.options.sample_interval.count()),
+                                        &m.gpu_note);
     if (!m.gpu && m.attach) std::fprintf(stderr, "nodus: %s\n", m.gpu_note.c_str());
   }
   if (m.options.min_util && m.gpu)
-    m.policy.emplace(*m.options.min_util, m.options.util_window, job.started_at.value_or(unix_now()));
+    m.policy.emplace(*m.options.min_util, m.options.util_window,
+                     job.started_at.value_or(unix_now()));
   if (!job.backend_id.empty()) m.host_pid = std::stoi(job.backend_id);
 }
 
@@ -130,14 +133,20 @@ std::string JobObserver::finish(const JobRecord& job) {
     std::string problems = sweep::describe(counts);
     if (!problems.empty()) stats["metrics_note"] = problems;
   }
-  if (m.gpu) stats["gpu_source"] = m.gpu->source();
-  else if (!m.gpu_note.empty()) stats["gpu_note"] = m.gpu_note;
+  if (m.gpu)
+    stats["gpu_source"] = m.gpu->source();
+  else if (!m.gpu_note.empty())
+    stats["gpu_note"] = m.gpu_note;
   auto findings = telemetry::diagnose(summary);
   stats["verdict"] = telemetry::verdict(summary);
   nlohmann::json list = nlohmann::json::array();
   for (const auto& f : findings)
-    list.push_back({{"rule", f.rule}, {"verdict", f.verdict}, {"cause", f.cause}, {"fix", f.fix},
-                    {"evidence", f.evidence}, {"note", f.note}});
+    list.push_back({{"rule", f.rule},
+                    {"verdict", f.verdict},
+                    {"cause", f.cause},
+                    {"fix", f.fix},
+                    {"evidence", f.evidence},
+                    {"note", f.note}});
   stats["findings"] = list;
   m.store.put_stats({job.id, stats});
 

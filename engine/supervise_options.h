@@ -3,11 +3,10 @@
 // so a supervisor started in another process (detached runs, sweep cells) sees the same ones.
 
 #include <chrono>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 namespace nodus::engine {
 
@@ -15,7 +14,7 @@ struct SuperviseOptions {
   std::chrono::milliseconds sample_interval{1000};
   std::optional<double> min_util;  // percent, with util_window
   std::chrono::milliseconds util_window{std::chrono::minutes(5)};
-  std::optional<double> budget_cap;        // a sweep's budget share for this job (USD)
+  std::optional<double> budget_cap;         // a sweep's budget share for this job (USD)
   std::vector<std::string> metric_regexes;  // "NAME=REGEX"
   std::string throughput_metric = "samples_per_sec";
 

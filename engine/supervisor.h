@@ -18,7 +18,7 @@ class SignalWatch;
 
 struct SuperviseRun {
   SuperviseOptions options;
-  bool attach = true;                       // output to the terminal too; notes on stderr
+  bool attach = true;                      // output to the terminal too; notes on stderr
   std::map<std::string, std::string> env;  // the user's --env, unredacted
   SignalWatch* signals = nullptr;          // SIGINT -> cancelled; SIGTERM/SIGHUP -> stopped
   // Called once the job runs (or is queued, on Slurm). A failed launch throws Fatal instead.

@@ -5,10 +5,9 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <csignal>
 #include <climits>
+#include <csignal>
 #include <cstring>
-
 #include <nlohmann/json.hpp>
 
 extern char** environ;
@@ -19,12 +18,10 @@ std::string Ticket::to_json() const {
   nlohmann::json gpus = nlohmann::json::array();
   for (const auto& g : inventory.gpus)
     gpus.push_back({{"index", g.index}, {"type", g.type}, {"name", g.name}, {"uuid", g.uuid}});
-  return nlohmann::json{{"job_id", job_id},
-                        {"env", env},
-                        {"no_wait", no_wait},
-                        {"sweep_cell", sweep_cell},
-                        {"parent_pid", parent_pid},
-                        {"inventory", {{"gpus", gpus}, {"source", inventory.source}}}}
+  return nlohmann::json{
+      {"job_id", job_id},         {"env", env},
+      {"no_wait", no_wait},       {"sweep_cell", sweep_cell},
+      {"parent_pid", parent_pid}, {"inventory", {{"gpus", gpus}, {"source", inventory.source}}}}
       .dump();
 }
 
@@ -48,7 +45,8 @@ Ticket Ticket::from_json(const std::string& text) {
 Result<SpawnedSupervisor> spawn_supervisor(const Ticket& ticket) {
   char exe[PATH_MAX];
   ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-  if (n <= 0) return Error::permanent(std::string("cannot find the nodus binary: ") + std::strerror(errno));
+  if (n <= 0)
+    return Error::permanent(std::string("cannot find the nodus binary: ") + std::strerror(errno));
   exe[n] = '\0';
 
   int in[2], out[2];

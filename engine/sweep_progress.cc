@@ -40,7 +40,8 @@ void SweepProgress::cell_started(const PlannedCell& cell, const JobRecord& job) 
   std::string gpus;
   for (int g : job.gpu_indices) gpus += (gpus.empty() ? " on GPU " : ",") + std::to_string(g);
   std::fprintf(stderr, "nodus: %s cell %d/%d [%s] started: job %lld%s\n", sweep_label_.c_str(),
-               cell.index + 1, total_, cell.label.c_str(), static_cast<long long>(job.id), gpus.c_str());
+               cell.index + 1, total_, cell.label.c_str(), static_cast<long long>(job.id),
+               gpus.c_str());
 }
 
 void SweepProgress::cell_ended(const PlannedCell& cell, const JobRecord& job) {
@@ -51,8 +52,8 @@ void SweepProgress::cell_ended(const PlannedCell& cell, const JobRecord& job) {
   spent_ += job.cost;
   if (live_) return redraw();
   double wall = job.started_at && job.ended_at ? *job.ended_at - *job.started_at : 0;
-  std::fprintf(stderr, "nodus: %s cell %d/%d [%s] %s in %s, %s\n", sweep_label_.c_str(), cell.index + 1,
-               total_, cell.label.c_str(), r.state.c_str(),
+  std::fprintf(stderr, "nodus: %s cell %d/%d [%s] %s in %s, %s\n", sweep_label_.c_str(),
+               cell.index + 1, total_, cell.label.c_str(), r.state.c_str(),
                format_duration(Millis(static_cast<long long>(wall * 1000))).c_str(),
                format_usd(job.cost).c_str());
 }
@@ -60,8 +61,8 @@ void SweepProgress::cell_ended(const PlannedCell& cell, const JobRecord& job) {
 void SweepProgress::cell_skipped(const PlannedCell& cell, const std::string& why) {
   rows_.at(cell.index).state = "skipped";
   if (live_) return redraw();
-  std::fprintf(stderr, "nodus: %s cell %d/%d [%s] skipped: %s\n", sweep_label_.c_str(), cell.index + 1,
-               total_, cell.label.c_str(), why.c_str());
+  std::fprintf(stderr, "nodus: %s cell %d/%d [%s] skipped: %s\n", sweep_label_.c_str(),
+               cell.index + 1, total_, cell.label.c_str(), why.c_str());
 }
 
 void SweepProgress::tick(const std::vector<PlannedCell>&, double spent) {
@@ -87,12 +88,19 @@ void SweepProgress::redraw() {
       finished++;
     }
     if (rows_.size() > kMaxLiveRows && r.state != "running") continue;
-    const char* color = r.state == "running" ? "36" : r.state == "completed" ? "32"
-                        : r.state == "pending" || r.state == "done before" ? "2" : "31";
+    const char* color = r.state == "running"                               ? "36"
+                        : r.state == "completed"                           ? "32"
+                        : r.state == "pending" || r.state == "done before" ? "2"
+                                                                           : "31";
     char line[512];
     std::snprintf(line, sizeof line, "  %3zu  %-34.34s %s %9s %10s", i + 1, r.label.c_str(),
-                  paint(std::string(r.state) + std::string(r.state.size() < 11 ? 11 - r.state.size() : 0, ' '), color).c_str(),
-                  r.started_at ? format_duration(Millis(static_cast<long long>(elapsed * 1000))).c_str() : "-",
+                  paint(std::string(r.state) +
+                            std::string(r.state.size() < 11 ? 11 - r.state.size() : 0, ' '),
+                        color)
+                      .c_str(),
+                  r.started_at
+                      ? format_duration(Millis(static_cast<long long>(elapsed * 1000))).c_str()
+                      : "-",
                   r.started_at ? format_usd(cost).c_str() : "-");
     lines.push_back(line);
   }

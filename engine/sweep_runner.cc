@@ -69,7 +69,8 @@ std::string SweepRunner::run(store::SweepRecord& sweep, std::vector<PlannedCell>
           cell.skipped = true;
           budget_skips = true;
           std::string left = format_usd(ledger.left().value_or(0));
-          progress_.cell_skipped(cell, "its worst case " + (worst ? format_usd(*worst) : "(unbounded)") +
+          progress_.cell_skipped(cell, "its worst case " +
+                                           (worst ? format_usd(*worst) : "(unbounded)") +
                                            " exceeds the " + left + " left of the budget");
           if (job.id != 0) {
             job.state = JobState::kBudget;
@@ -143,7 +144,9 @@ std::string SweepRunner::run(store::SweepRecord& sweep, std::vector<PlannedCell>
     if (fds[0].revents & POLLIN) {
       while (auto sig = signals_.take()) {
         if (!interrupted)
-          std::fprintf(stderr, "\nnodus: stopping the sweep: running cells get SIGTERM, finished cells are kept\n");
+          std::fprintf(
+              stderr,
+              "\nnodus: stopping the sweep: running cells get SIGTERM, finished cells are kept\n");
         interrupted = true;
         for (const auto& r : running) ::kill(r.pid, *sig == SIGINT ? SIGINT : SIGTERM);
       }
@@ -151,7 +154,8 @@ std::string SweepRunner::run(store::SweepRecord& sweep, std::vector<PlannedCell>
     for (size_t k = 1; k < fds.size(); ++k) {
       if (!(fds[k].revents & POLLIN)) continue;
       const int fd = fds[k].fd;
-      auto it = std::find_if(running.begin(), running.end(), [fd](const Running& r) { return r.pidfd == fd; });
+      auto it = std::find_if(running.begin(), running.end(),
+                             [fd](const Running& r) { return r.pidfd == fd; });
       int status = 0;
       waitpid(it->pid, &status, 0);
       close(it->pidfd);

@@ -24,8 +24,8 @@ struct PlannedCell {
   std::string label;  // "num_workers=4 batch_size=128"
   JobRecord job;      // not yet inserted (id 0) unless an attempt is waiting for GPUs
   std::map<std::string, std::string> env;  // the cell's full --env plus NODUS_PARAM_*, unredacted
-  bool done = false;                        // completed in an earlier run (--resume)
-  bool skipped = false;                     // could not start within the budget
+  bool done = false;                       // completed in an earlier run (--resume)
+  bool skipped = false;                    // could not start within the budget
 };
 
 struct SweepSettings {

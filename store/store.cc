@@ -1,7 +1,7 @@
 #include "store/store.h"
 
-#include <sys/stat.h>
 #include <poll.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>

@@ -1,5 +1,4 @@
 #include "backend/local/local_backend.h"
-#include "backend/local/sentinel.h"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -18,6 +17,7 @@
 #include "backend/local/launch.h"
 #include "backend/local/output.h"
 #include "backend/local/process_tree.h"
+#include "backend/local/sentinel.h"
 
 namespace nodus::backend {
 namespace {

@@ -93,7 +93,8 @@ int kill_pass(pid_t job_pid, const std::string& needle) {
   if (n == 1 && byte == 'd') ::_exit(0);
   // The supervisor died: nothing of its job may run on. Repeat until a pass finds nothing
   // (a process may fork while we scan), bounded.
-  for (int round = 0; round < 100 && kill_pass(job_pid, needle) > 0; ++round) ::poll(nullptr, 0, 10);
+  for (int round = 0; round < 100 && kill_pass(job_pid, needle) > 0; ++round)
+    ::poll(nullptr, 0, 10);
   ::_exit(0);
 }
 

@@ -28,31 +28,31 @@ TEST_P(RunRejects, WithOneLineAndExit125) {
 
 INSTANTIATE_TEST_SUITE_P(
     Cases, RunRejects,
-    ::testing::Values(BadInput{{"run", "--gpu", "X100", "--", "true"}, "H100-SXM"},
-                      BadInput{{"run", "--gpu", "H100:0", "--", "true"}, "H100:0"},
-                      BadInput{{"run", "--gpu", "H100:-1", "--", "true"}, "H100:-1"},
-                      BadInput{{"run", "--gpu", "H100:abc", "--", "true"}, "H100:abc"},
-                      BadInput{{"run", "--gpu", "H100:8", "--", "true"}, "more than this machine has"},
-                      BadInput{{"run", "--gpu", "L4", "--", "true"}, "no L4"},
-                      BadInput{{"run", "--gpu", "H100", "--max-cost", "0", "--", "true"}, "'0'"},
-                      BadInput{{"run", "--gpu", "H100", "--max-cost", "-5", "--", "true"}, "'-5'"},
-                      BadInput{{"run", "--gpu", "H100", "--max-cost", "nan", "--", "true"}, "'nan'"},
-                      BadInput{{"run", "--gpu", "H100", "--max-cost", "inf", "--", "true"}, "'inf'"},
-                      BadInput{{"run", "--gpu", "H100", "--max-cost", "lots", "--", "true"}, "'lots'"},
-                      BadInput{{"run", "--timeout", "0", "--", "true"}, "--timeout"},
-                      BadInput{{"run", "--timeout", "soon", "--", "true"}, "'soon'"},
-                      BadInput{{"run", "--max-cost", "5", "--", "true"}, "CPU-only"},
-                      BadInput{{"run", "--env", "1BAD=x", "--", "true"}, "1BAD=x"},
-                      BadInput{{"run"}, "no command"},
-                      BadInput{{"run", "--backend", "k8s", "--", "true"}, "k8s"},
-                      BadInput{{"run", "--workdir", "/no/such/dir", "--", "true"}, "/no/such/dir"},
-                      BadInput{{"ps", "--format", "yaml"}, "yaml"},
-                      BadInput{{"show", "424242"}, "424242"},
-                      BadInput{{"logs", "nosuchjob"}, "nosuchjob"}));
+    ::testing::Values(
+        BadInput{{"run", "--gpu", "X100", "--", "true"}, "H100-SXM"},
+        BadInput{{"run", "--gpu", "H100:0", "--", "true"}, "H100:0"},
+        BadInput{{"run", "--gpu", "H100:-1", "--", "true"}, "H100:-1"},
+        BadInput{{"run", "--gpu", "H100:abc", "--", "true"}, "H100:abc"},
+        BadInput{{"run", "--gpu", "H100:8", "--", "true"}, "more than this machine has"},
+        BadInput{{"run", "--gpu", "L4", "--", "true"}, "no L4"},
+        BadInput{{"run", "--gpu", "H100", "--max-cost", "0", "--", "true"}, "'0'"},
+        BadInput{{"run", "--gpu", "H100", "--max-cost", "-5", "--", "true"}, "'-5'"},
+        BadInput{{"run", "--gpu", "H100", "--max-cost", "nan", "--", "true"}, "'nan'"},
+        BadInput{{"run", "--gpu", "H100", "--max-cost", "inf", "--", "true"}, "'inf'"},
+        BadInput{{"run", "--gpu", "H100", "--max-cost", "lots", "--", "true"}, "'lots'"},
+        BadInput{{"run", "--timeout", "0", "--", "true"}, "--timeout"},
+        BadInput{{"run", "--timeout", "soon", "--", "true"}, "'soon'"},
+        BadInput{{"run", "--max-cost", "5", "--", "true"}, "CPU-only"},
+        BadInput{{"run", "--env", "1BAD=x", "--", "true"}, "1BAD=x"},
+        BadInput{{"run"}, "no command"}, BadInput{{"run", "--backend", "k8s", "--", "true"}, "k8s"},
+        BadInput{{"run", "--workdir", "/no/such/dir", "--", "true"}, "/no/such/dir"},
+        BadInput{{"ps", "--format", "yaml"}, "yaml"}, BadInput{{"show", "424242"}, "424242"},
+        BadInput{{"logs", "nosuchjob"}, "nosuchjob"}));
 
 TEST(Prices, BadFileSaysFileAndLine) {
   NodusHome home;
-  write_file(home.file("bad.json"), "{\n  \"gpus\": [\n    {\"type\": \"A\",\n     \"usd_per_gpu_hour\": oops}\n  ]\n}\n");
+  write_file(home.file("bad.json"),
+             "{\n  \"gpus\": [\n    {\"type\": \"A\",\n     \"usd_per_gpu_hour\": oops}\n  ]\n}\n");
   auto r = home.run({"prices", "--prices", home.file("bad.json")});
   EXPECT_EQ(r.code, 125);
   EXPECT_NE(r.err.find(home.file("bad.json") + ":4"), std::string::npos) << r.err;
@@ -74,7 +74,8 @@ TEST(Store, CorruptStoreIsAClearErrorAndIsNotOverwritten) {
 TEST(Output, JsonIsOnlyJsonOnStdout) {
   NodusHome home;
   home.run({"run", "--", "true"});
-  for (auto args : std::vector<std::vector<std::string>>{{"ps", "-a"}, {"prices"}, {"cost"}, {"show", "1"}, {"config"}}) {
+  for (auto args : std::vector<std::vector<std::string>>{
+           {"ps", "-a"}, {"prices"}, {"cost"}, {"show", "1"}, {"config"}}) {
     args.push_back("--format");
     args.push_back("json");
     auto r = home.run(args);
@@ -85,7 +86,8 @@ TEST(Output, JsonIsOnlyJsonOnStdout) {
 
 TEST(Estimate, ReproducesTheWorkedExampleToTheCent) {
   NodusHome home;
-  auto r = home.run({"estimate", "--gpu", "H100:8", "--hours", "24", "--util", "40", "--format", "csv"});
+  auto r =
+      home.run({"estimate", "--gpu", "H100:8", "--hours", "24", "--util", "40", "--format", "csv"});
   ASSERT_EQ(r.code, 0) << r.err;
   std::istringstream rows(r.out);
   std::string line;
@@ -105,7 +107,8 @@ TEST(Estimate, ReproducesTheWorkedExampleToTheCent) {
   EXPECT_NEAR(got[2][2], 249.60, 0.005);
   EXPECT_NEAR(got[3][2], 210.19, 0.005);
   auto t = home.run({"estimate", "--gpu", "H100:8", "--hours", "24", "--util", "40"});
-  for (const char* figure : {"$499.20", "$299.52", "16 h", "$332.80", "12 h", "$249.60", "10.1 h", "$210.19"})
+  for (const char* figure :
+       {"$499.20", "$299.52", "16 h", "$332.80", "12 h", "$249.60", "10.1 h", "$210.19"})
     EXPECT_NE(t.out.find(figure), std::string::npos) << figure << " in\n" << t.out;
 }
 

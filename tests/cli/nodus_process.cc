@@ -25,7 +25,8 @@ std::vector<std::string> make_env(const std::map<std::string, std::string>& vars
     auto eq = kv.find('=');
     if (eq != std::string::npos) all[kv.substr(0, eq)] = kv.substr(eq + 1);
   }
-  for (const char* drop : {"NODUS_LOCAL_GPUS", "NODUS_PRICES", "NODUS_BACKEND", "NO_COLOR"}) all.erase(drop);
+  for (const char* drop : {"NODUS_LOCAL_GPUS", "NODUS_PRICES", "NODUS_BACKEND", "NO_COLOR"})
+    all.erase(drop);
   for (const auto& [k, v] : vars) all[k] = v;
   std::vector<std::string> out;
   for (const auto& [k, v] : all) out.push_back(k + "=" + v);
@@ -55,13 +56,15 @@ NodusHome::~NodusHome() {
   std::filesystem::remove_all(path_, ec);
 }
 
-std::map<std::string, std::string> NodusHome::env(const std::map<std::string, std::string>& extra) const {
+std::map<std::string, std::string> NodusHome::env(
+    const std::map<std::string, std::string>& extra) const {
   std::map<std::string, std::string> e = extra;
   e["NODUS_HOME"] = path_;
   return e;
 }
 
-RunResult NodusHome::run(const std::vector<std::string>& args, const std::map<std::string, std::string>& extra) const {
+RunResult NodusHome::run(const std::vector<std::string>& args,
+                         const std::map<std::string, std::string>& extra) const {
   int out[2], err[2];
   if (pipe2(out, O_CLOEXEC) != 0 || pipe2(err, O_CLOEXEC) != 0) std::abort();
   posix_spawn_file_actions_t fa;
@@ -105,14 +108,16 @@ RunResult NodusHome::run(const std::vector<std::string>& args, const std::map<st
   return r;
 }
 
-pid_t NodusHome::start(const std::vector<std::string>& args, const std::map<std::string, std::string>& extra,
+pid_t NodusHome::start(const std::vector<std::string>& args,
+                       const std::map<std::string, std::string>& extra,
                        const std::string& out_file) const {
   posix_spawn_file_actions_t fa;
   posix_spawn_file_actions_init(&fa);
   posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
   std::string out = out_file.empty() ? path_ + "/started.out" : out_file;
   posix_spawn_file_actions_addopen(&fa, 1, out.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0600);
-  posix_spawn_file_actions_addopen(&fa, 2, (out + ".err").c_str(), O_WRONLY | O_CREAT | O_APPEND, 0600);
+  posix_spawn_file_actions_addopen(&fa, 2, (out + ".err").c_str(), O_WRONLY | O_CREAT | O_APPEND,
+                                   0600);
   std::vector<std::string> argv = {NODUS_BIN};
   argv.insert(argv.end(), args.begin(), args.end());
   auto envs = make_env(env(extra));

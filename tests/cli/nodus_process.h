@@ -2,12 +2,12 @@
 // Runs the real nodus binary for integration tests: each test gets its own NODUS_HOME, and every
 // run returns its exit code, stdout, stderr and wall time.
 
+#include <sys/types.h>
+
 #include <chrono>
 #include <map>
 #include <string>
 #include <vector>
-
-#include <sys/types.h>
 
 namespace nodus::testing {
 
@@ -26,12 +26,15 @@ class NodusHome {
   std::string file(const std::string& name) const { return path_ + "/" + name; }
 
   // Environment for nodus: NODUS_HOME plus `extra` on top of this process's environment.
-  std::map<std::string, std::string> env(const std::map<std::string, std::string>& extra = {}) const;
+  std::map<std::string, std::string> env(
+      const std::map<std::string, std::string>& extra = {}) const;
 
   // Runs nodus with args to completion.
-  RunResult run(const std::vector<std::string>& args, const std::map<std::string, std::string>& extra = {}) const;
+  RunResult run(const std::vector<std::string>& args,
+                const std::map<std::string, std::string>& extra = {}) const;
   // Starts nodus without waiting; stdout/stderr go to files under path().
-  pid_t start(const std::vector<std::string>& args, const std::map<std::string, std::string>& extra = {},
+  pid_t start(const std::vector<std::string>& args,
+              const std::map<std::string, std::string>& extra = {},
               const std::string& out_file = "") const;
 
  private:

@@ -44,7 +44,8 @@ TEST(Run, TimeoutKillsWithin200msAndExits124) {
 
 TEST(Run, TimeoutEscalatesToSigkillAfterGrace) {
   NodusHome home;
-  auto r = home.run({"run", "--timeout", "500ms", "--grace", "500ms", "--", "sh", "-c", "trap '' TERM; sleep 30 & wait; sleep 30"});
+  auto r = home.run({"run", "--timeout", "500ms", "--grace", "500ms", "--", "sh", "-c",
+                     "trap '' TERM; sleep 30 & wait; sleep 30"});
   EXPECT_EQ(r.code, 124);
   auto j = show_json(home, "1");
   double wall = j["ended_at"].get<double>() - j["started_at"].get<double>();
@@ -55,10 +56,12 @@ TEST(Run, TimeoutEscalatesToSigkillAfterGrace) {
 TEST(Run, CostCapStopsAtTheCapAndNeverBillsMore) {
   NodusHome home;
   std::string prices = write_test_prices(home);
-  auto env = std::map<std::string, std::string>{{"NODUS_LOCAL_GPUS", "TEST:1"}, {"NODUS_PRICES", prices}};
+  auto env =
+      std::map<std::string, std::string>{{"NODUS_LOCAL_GPUS", "TEST:1"}, {"NODUS_PRICES", prices}};
   // $1.50 at $1/s: SIGTERM 0.5 s before the cap, SIGKILL at it; the script ignores SIGTERM.
-  auto r = home.run({"run", "--gpu", "TEST", "--max-cost", "1.5", "--grace", "500ms", "--", "sh", "-c",
-                     "trap '' TERM; sleep 30"}, env);
+  auto r = home.run({"run", "--gpu", "TEST", "--max-cost", "1.5", "--grace", "500ms", "--", "sh",
+                     "-c", "trap '' TERM; sleep 30"},
+                    env);
   EXPECT_EQ(r.code, 122) << r.err;
   auto j = show_json(home, "1");
   EXPECT_EQ(j["state"], "cost-cap");
@@ -69,14 +72,24 @@ TEST(Run, CostCapStopsAtTheCapAndNeverBillsMore) {
 TEST(Run, NoProcessOfTheTreeSurvives) {
   NodusHome home;
   std::string pids = home.file("pids");
-  std::string script =
-      "echo $$ >> " + pids + ";"
-      "sh -c 'echo $$ >> " + pids + "; sleep 60' &"
-      "sh -c 'sh -c \"echo \\$\\$ >> " + pids + "; sleep 60\" & sleep 60' &"
-      "setsid sh -c 'echo $$ >> " + pids + "; sleep 60' &"
-      "( setsid sh -c 'echo $$ >> " + pids + "; sleep 60' & ) ;"
-      "sh -c 'trap \"\" TERM; echo $$ >> " + pids + "; sleep 60' &"
-      "sleep 60";
+  std::string script = "echo $$ >> " + pids +
+                       ";"
+                       "sh -c 'echo $$ >> " +
+                       pids +
+                       "; sleep 60' &"
+                       "sh -c 'sh -c \"echo \\$\\$ >> " +
+                       pids +
+                       "; sleep 60\" & sleep 60' &"
+                       "setsid sh -c 'echo $$ >> " +
+                       pids +
+                       "; sleep 60' &"
+                       "( setsid sh -c 'echo $$ >> " +
+                       pids +
+                       "; sleep 60' & ) ;"
+                       "sh -c 'trap \"\" TERM; echo $$ >> " +
+                       pids +
+                       "; sleep 60' &"
+                       "sleep 60";
   auto r = home.run({"run", "--timeout", "1500ms", "--grace", "300ms", "--", "sh", "-c", script});
   EXPECT_EQ(r.code, 124) << r.err;
   std::istringstream in(read_file(pids));
@@ -89,19 +102,23 @@ TEST(Run, SigkillOfTheSupervisorTakesTheJobDown) {
   NodusHome home;
   std::string pidfile = home.file("job.pid");
   std::string childfile = home.file("child.pid");
-  pid_t nodus = home.start({"run", "--", "sh", "-c",
-                            "sleep 60 & echo $! > " + childfile + "; echo $$ > " + pidfile + "; wait"});
+  pid_t nodus =
+      home.start({"run", "--", "sh", "-c",
+                  "sleep 60 & echo $! > " + childfile + "; echo $$ > " + pidfile + "; wait"});
   double until = now_seconds() + 10;
-  while (read_file(pidfile).empty() && now_seconds() < until) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  while (read_file(pidfile).empty() && now_seconds() < until)
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
   pid_t job = std::stoi(read_file(pidfile));
   ASSERT_TRUE(pid_alive(job));
   kill(nodus, SIGKILL);
   wait_exit(nodus, std::chrono::seconds(5));
   until = now_seconds() + 2;
-  while (pid_alive(job) && now_seconds() < until) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  while (pid_alive(job) && now_seconds() < until)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
   EXPECT_FALSE(pid_alive(job)) << "the job outlived its supervisor";
   pid_t child = std::stoi(read_file(childfile));
-  while (pid_alive(child) && now_seconds() < until + 2) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  while (pid_alive(child) && now_seconds() < until + 2)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
   EXPECT_FALSE(pid_alive(child)) << "the job's child outlived the supervisor";
   auto ps = home.run({"ps", "--format", "json"});
   auto rows = nlohmann::json::parse(ps.out);
@@ -139,7 +156,8 @@ TEST(Run, TwoConcurrentRunsNeverShareAGpu) {
   std::string script = "echo start $CUDA_VISIBLE_DEVICES $(date +%s.%N) >> " + log +
                        "; sleep 0.5; echo end $CUDA_VISIBLE_DEVICES $(date +%s.%N) >> " + log;
   std::vector<pid_t> runs;
-  for (int i = 0; i < 4; ++i) runs.push_back(home.start({"run", "--gpu", "H100", "--", "sh", "-c", script}, env));
+  for (int i = 0; i < 4; ++i)
+    runs.push_back(home.start({"run", "--gpu", "H100", "--", "sh", "-c", script}, env));
   for (pid_t p : runs) EXPECT_EQ(wait_exit(p, std::chrono::seconds(30)), 0);
   // Per GPU, intervals must not overlap.
   std::map<std::string, std::vector<std::pair<double, double>>> spans;
@@ -187,7 +205,9 @@ TEST(Run, OutputGoesToTerminalAndLog) {
 TEST(Run, JobSeesItsGpusAndNoneWhenCpuOnly) {
   NodusHome home;
   std::map<std::string, std::string> env{{"NODUS_LOCAL_GPUS", "L4:2"}};
-  auto r = home.run({"run", "--gpu", "l4:2", "--", "sh", "-c", "echo gpus=$CUDA_VISIBLE_DEVICES metrics=$NODUS_METRICS"}, env);
+  auto r = home.run({"run", "--gpu", "l4:2", "--", "sh", "-c",
+                     "echo gpus=$CUDA_VISIBLE_DEVICES metrics=$NODUS_METRICS"},
+                    env);
   EXPECT_NE(r.out.find("gpus=0,1"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("metrics=/"), std::string::npos);
   r = home.run({"run", "--", "sh", "-c", "echo gpus=[$CUDA_VISIBLE_DEVICES]"}, env);
@@ -196,7 +216,8 @@ TEST(Run, JobSeesItsGpusAndNoneWhenCpuOnly) {
 
 TEST(Run, SecretEnvValuesNeverReachTheStore) {
   NodusHome home;
-  auto r = home.run({"run", "--env", "HF_TOKEN=hf_supersecret", "--env", "MODE=fast", "--", "sh", "-c", "test \"$HF_TOKEN\" = hf_super\"\"secret"});
+  auto r = home.run({"run", "--env", "HF_TOKEN=hf_supersecret", "--env", "MODE=fast", "--", "sh",
+                     "-c", "test \"$HF_TOKEN\" = hf_super\"\"secret"});
   EXPECT_EQ(r.code, 0) << "the job gets the real value";
   auto db = read_file(home.file("nodus.db")) + read_file(home.file("nodus.db-wal"));
   EXPECT_EQ(db.find("hf_supersecret"), std::string::npos);

@@ -14,8 +14,9 @@ namespace {
 TEST(Sweep, PacksOneGpuCellsOntoFreeGpus) {
   NodusHome home;
   // 4 one-GPU cells of 1 s on a 2-GPU box finish in about 2 s.
-  auto r = home.run({"sweep", "--gpu", "H100", "--param", "i=1..4", "--format", "json", "--", "sleep", "1"},
-                    {{"NODUS_LOCAL_GPUS", "H100:2"}});
+  auto r = home.run(
+      {"sweep", "--gpu", "H100", "--param", "i=1..4", "--format", "json", "--", "sleep", "1"},
+      {{"NODUS_LOCAL_GPUS", "H100:2"}});
   ASSERT_EQ(r.code, 0) << r.err;
   auto j = nlohmann::json::parse(r.out);
   ASSERT_EQ(j["cells"].size(), 4u);
@@ -27,11 +28,14 @@ TEST(Sweep, PacksOneGpuCellsOntoFreeGpus) {
 TEST(Sweep, ValuesReachTheJobAsArgumentsAndEnvironmentNeverThroughAShell) {
   NodusHome home;
   std::string out = home.file("args");
-  auto r = home.run({"sweep", "--param", "v=$(touch " + home.file("pwned") + "),;touch " + home.file("pwned2"),
-                     "--", "sh", "-c", "printf '%s|%s\\n' \"$1\" \"$NODUS_PARAM_V\" >> " + out, "sh", "{v}"});
+  auto r = home.run(
+      {"sweep", "--param", "v=$(touch " + home.file("pwned") + "),;touch " + home.file("pwned2"),
+       "--", "sh", "-c", "printf '%s|%s\\n' \"$1\" \"$NODUS_PARAM_V\" >> " + out, "sh", "{v}"});
   ASSERT_EQ(r.code, 0) << r.err;
   std::string got = read_file(out);
-  EXPECT_NE(got.find("$(touch " + home.file("pwned") + ")|$(touch " + home.file("pwned") + ")"), std::string::npos) << got;
+  EXPECT_NE(got.find("$(touch " + home.file("pwned") + ")|$(touch " + home.file("pwned") + ")"),
+            std::string::npos)
+      << got;
   EXPECT_NE(got.find(";touch " + home.file("pwned2") + "|;touch"), std::string::npos) << got;
   EXPECT_TRUE(read_file(home.file("pwned")).empty());
   EXPECT_FALSE(std::ifstream(home.file("pwned")).good());
@@ -63,8 +67,9 @@ TEST(Sweep, BudgetIsNeverExceeded) {
   std::string prices = write_test_prices(home);
   std::map<std::string, std::string> env{{"NODUS_LOCAL_GPUS", "TEST:2"}, {"NODUS_PRICES", prices}};
   // $1/s per GPU; each cell may cost $1.5; the budget covers two cells' worst case, not three.
-  auto r = home.run({"sweep", "--gpu", "TEST", "--max-cost", "1.5", "--grace", "200ms", "--budget", "3.2",
-                     "--param", "i=1..3", "--format", "json", "--", "sleep", "10"}, env);
+  auto r = home.run({"sweep", "--gpu", "TEST", "--max-cost", "1.5", "--grace", "200ms", "--budget",
+                     "3.2", "--param", "i=1..3", "--format", "json", "--", "sleep", "10"},
+                    env);
   EXPECT_EQ(r.code, 122) << r.err;
   auto j = nlohmann::json::parse(r.out);
   double total = 0;
@@ -81,12 +86,14 @@ TEST(Sweep, UnboundedCellsUnderABudgetRunAloneCappedAtWhatIsLeft) {
   NodusHome home;
   std::string prices = write_test_prices(home);
   std::map<std::string, std::string> env{{"NODUS_LOCAL_GPUS", "TEST:2"}, {"NODUS_PRICES", prices}};
-  auto r = home.run({"sweep", "--gpu", "TEST", "--grace", "200ms", "--budget", "1.5",
-                     "--param", "i=1..2", "--format", "json", "--", "sleep", "10"}, env);
+  auto r = home.run({"sweep", "--gpu", "TEST", "--grace", "200ms", "--budget", "1.5", "--param",
+                     "i=1..2", "--format", "json", "--", "sleep", "10"},
+                    env);
   EXPECT_EQ(r.code, 122) << r.err;
   auto j = nlohmann::json::parse(r.out);
   double total = 0;
-  for (const auto& c : j["cells"]) total += c["cost_usd"].is_number() ? c["cost_usd"].get<double>() : 0;
+  for (const auto& c : j["cells"])
+    total += c["cost_usd"].is_number() ? c["cost_usd"].get<double>() : 0;
   EXPECT_LE(total, 1.5);
   EXPECT_GT(total, 1.2);
   EXPECT_EQ(j["cells"][0]["status"], "budget");
@@ -95,8 +102,14 @@ TEST(Sweep, UnboundedCellsUnderABudgetRunAloneCappedAtWhatIsLeft) {
 TEST(Sweep, ResumeRerunsOnlyUnfinishedCellsAndRefusesAChangedDefinition) {
   NodusHome home;
   std::string marks = home.file("marks");
-  std::vector<std::string> args = {"sweep", "--param", "i=1..3", "--", "sh", "-c",
-                                   "echo {i} >> " + marks + "; if [ {i} = 3 ] && [ ! -e " + home.file("ok") + " ]; then exit 1; fi"};
+  std::vector<std::string> args = {"sweep",
+                                   "--param",
+                                   "i=1..3",
+                                   "--",
+                                   "sh",
+                                   "-c",
+                                   "echo {i} >> " + marks + "; if [ {i} = 3 ] && [ ! -e " +
+                                       home.file("ok") + " ]; then exit 1; fi"};
   auto first = home.run(args);
   EXPECT_EQ(first.code, 1) << first.err;
   write_file(home.file("ok"), "");
@@ -114,7 +127,8 @@ TEST(Sweep, ResumeRerunsOnlyUnfinishedCellsAndRefusesAChangedDefinition) {
 
 TEST(Sweep, KilledSweepKeepsFinishedCellsAndResumes) {
   NodusHome home;
-  pid_t sweep = home.start({"sweep", "--param", "i=1..3", "--", "sh", "-c", "if [ {i} = 3 ]; then sleep 60; fi"});
+  pid_t sweep = home.start(
+      {"sweep", "--param", "i=1..3", "--", "sh", "-c", "if [ {i} = 3 ]; then sleep 60; fi"});
   double until = now_seconds() + 20;
   int done = 0;
   while (now_seconds() < until && done < 2) {
@@ -140,8 +154,9 @@ TEST(Sweep, KilledSweepKeepsFinishedCellsAndResumes) {
 TEST(Sweep, ShowPrintsTheSameTableInEveryFormat) {
   NodusHome home;
   // JSON braces are written {{ }}: single braces are placeholders.
-  std::string script = "echo '{{\"samples_per_sec\": '$((100 * {w}))', \"data_wait\": 0.1}}' >> $NODUS_METRICS; "
-                       "echo '{{\"samples_per_sec\": '$((100 * {w}))', \"data_wait\": 0.1}}' >> $NODUS_METRICS";
+  std::string script =
+      "echo '{{\"samples_per_sec\": '$((100 * {w}))', \"data_wait\": 0.1}}' >> $NODUS_METRICS; "
+      "echo '{{\"samples_per_sec\": '$((100 * {w}))', \"data_wait\": 0.1}}' >> $NODUS_METRICS";
   auto r = home.run({"sweep", "--param", "w=1,4", "--", "sh", "-c", script});
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_NE(r.out.find("w=4: 4.0x the throughput of w=1"), std::string::npos) << r.out;
@@ -156,9 +171,11 @@ TEST(Sweep, ShowPrintsTheSameTableInEveryFormat) {
 
 TEST(Sweep, MetricRegexReadsThroughputFromOutput) {
   NodusHome home;
-  auto r = home.run({"sweep", "--param", "n=1,2", "--metric-regex", "samples_per_sec='train_samples_per_second': ([0-9.]+)",
-                     "--format", "json", "--", "sh", "-c",
-                     "echo \"{{'train_samples_per_second': 12.5}}\"; echo \"{{'train_samples_per_second': 1{n}.5}}\""});
+  auto r = home.run({"sweep", "--param", "n=1,2", "--metric-regex",
+                     "samples_per_sec='train_samples_per_second': ([0-9.]+)", "--format", "json",
+                     "--", "sh", "-c",
+                     "echo \"{{'train_samples_per_second': 12.5}}\"; echo "
+                     "\"{{'train_samples_per_second': 1{n}.5}}\""});
   ASSERT_EQ(r.code, 0) << r.err;
   auto j = nlohmann::json::parse(r.out.substr(r.out.find('{')));
   EXPECT_DOUBLE_EQ(j["cells"][1]["throughput"].get<double>(), 12.5);
