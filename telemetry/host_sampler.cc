@@ -1,43 +1,25 @@
 #include "telemetry/host_sampler.h"
 
-#include <dirent.h>
 #include <sched.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <cctype>
 #include <chrono>
-#include <fstream>
 #include <set>
-#include <sstream>
 
 #include "core/job.h"
+#include "core/proc.h"
 
 namespace nodus::telemetry {
 namespace {
 
 class RealProcReader : public ProcReader {
  public:
-  std::vector<pid_t> pids() override {
-    std::vector<pid_t> out;
-    DIR* dir = opendir("/proc");
-    if (dir == nullptr) return out;
-    while (dirent* e = readdir(dir)) {
-      const char* name = e->d_name;
-      if (!std::isdigit(static_cast<unsigned char>(name[0]))) continue;
-      out.push_back(static_cast<pid_t>(std::atol(name)));
-    }
-    closedir(dir);
-    return out;
-  }
+  std::vector<pid_t> pids() override { return list_pids(); }
 
   std::optional<std::string> stat(pid_t pid) override {
-    std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
-    if (!in) return std::nullopt;
-    std::stringstream ss;
-    ss << in.rdbuf();
-    std::string text = ss.str();
-    if (text.empty()) return std::nullopt;  // exited between listing and reading
+    auto text = read_proc_file(pid, "stat");
+    if (!text || text->empty()) return std::nullopt;  // exited between listing and reading
     return text;
   }
 

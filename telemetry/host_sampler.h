@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "core/samples.h"
-#include "telemetry/proc_stat.h"
+#include "core/proc.h"
 
 namespace nodus::telemetry {
 

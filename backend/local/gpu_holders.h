@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "backend/local/proc.h"
+#include "core/proc.h"
 
 namespace nodus::backend::local {
 

@@ -19,7 +19,7 @@
 #include <string>
 #include <vector>
 
-#include "backend/local/proc.h"
+#include "core/proc.h"
 #include "core/result.h"
 
 namespace nodus::backend::local {

@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "backend/backend.h"
-#include "backend/local/proc.h"
+#include "core/proc.h"
 
 namespace nodus::backend::local::testing {
 

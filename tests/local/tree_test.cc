@@ -198,7 +198,9 @@ TEST(SelectTree, AReapedMainPidIsNotFollowed) {
 }
 
 TEST(ParseProcStat, CommandNamesWithSpacesAndParentheses) {
-  auto st = parse_proc_stat("1234 (a) b (c)) S 1 1234 1234 0 -1 4194560 ...");
+  auto st = parse_proc_stat(
+      "1234 (a) b (c)) S 1 1234 1234 0 -1 4194560 1 0 0 0 5 3 0 0 20 0 1 0 777 1000 42 "
+      "18446744073709551615");
   ASSERT_TRUE(st.has_value());
   EXPECT_EQ(st->pid, 1234);
   EXPECT_EQ(st->comm, "a) b (c)");

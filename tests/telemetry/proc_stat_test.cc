@@ -1,4 +1,4 @@
-#include "telemetry/proc_stat.h"
+#include "core/proc.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>

@@ -1,0 +1,58 @@
+#pragma once
+// The one /proc reader: every part of nodus that asks the kernel about processes (the local
+// backend's tree kill and sentinel, the host sampler, the GPU-holder check) reads through here.
+// /proc/<pid>/stat's command name is in parentheses and may itself hold spaces and parentheses,
+// so fields are counted from the last ')'.
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace nodus {
+
+// Fields of /proc/<pid>/stat, numbered as in proc(5).
+struct ProcStat {
+  pid_t pid = 0;
+  std::string comm;        // (2) executable name as the kernel shows it, at most 15 characters
+  char state = '?';        // (3) R, S, D, Z, T, ...
+  pid_t ppid = 0;          // (4)
+  pid_t pgrp = 0;          // (5)
+  pid_t session = 0;       // (6)
+  uint64_t utime = 0;      // (14) clock ticks in user mode, all threads
+  uint64_t stime = 0;      // (15) clock ticks in kernel mode, all threads
+  uint64_t starttime = 0;  // (22) clock ticks after boot: with pid, identifies one process
+  int64_t rss_pages = 0;   // (24)
+  bool zombie() const { return state == 'Z' || state == 'X'; }
+};
+
+// The text of a /proc/<pid>/stat file -> its fields; nullopt when malformed or cut short.
+std::optional<ProcStat> parse_proc_stat(std::string_view text);
+
+// A small /proc/<pid>/<name> file whole ("stat", "cmdline", "environ"); nullopt when it cannot
+// be read (the process is gone, or belongs to another user).
+std::optional<std::string> read_proc_file(pid_t pid, const char* name);
+
+// nullopt when the process does not exist (any more).
+std::optional<ProcStat> read_proc_stat(pid_t pid);
+
+// Every pid visible in /proc now, in no particular order.
+std::vector<pid_t> list_pids();
+
+// Every process visible in /proc, in no particular order (one that exits meanwhile is left out).
+std::vector<ProcStat> scan_processes();
+
+// The value of `name` in the process's environment (/proc/<pid>/environ), nullopt when it is
+// not set or not readable (another user, a zombie).
+std::optional<std::string> read_proc_env(pid_t pid, const std::string& name);
+
+// Targets of the process's open file descriptors (/proc/<pid>/fd/*); empty when unreadable.
+std::vector<std::string> read_proc_fd_targets(pid_t pid);
+
+// True when the process no longer exists or is a zombie (it runs nothing any more).
+bool process_gone(pid_t pid);
+
+}  // namespace nodus
