@@ -1,5 +1,7 @@
 #pragma once
-// Expected failures travel as values: Result<T> holds either a T or an Error.
+// Expected failures travel as values: Result<T> holds either a T or an Error. [[nodiscard]]: a
+// failure that nobody looks at is a bug (the stop path once ignored five); discard on purpose
+// with (void) and a comment saying why.
 // Misconfiguration and bad input throw nodus::Fatal (error.h), caught once in main().
 
 #include <string>
@@ -22,7 +24,7 @@ struct Error {
 };
 
 template <typename T>
-class Result {
+class [[nodiscard]] Result {
  public:
   Result(T value) : v_(std::move(value)) {}
   Result(Error error) : v_(std::move(error)) {}
@@ -42,7 +44,7 @@ class Result {
 };
 
 template <>
-class Result<void> {
+class [[nodiscard]] Result<void> {
  public:
   Result() = default;
   Result(Error error) : error_(std::move(error)), ok_(false) {}
