@@ -28,6 +28,8 @@ const std::vector<ConfigKey>& config_keys() {
       {"slurm_partition", "NODUS_SLURM_PARTITION", "", "Slurm partition (default: the cluster's)"},
       {"nvidia_smi", "NODUS_NVIDIA_SMI", "nvidia-smi",
        "nvidia-smi executable used for the inventory"},
+      {"cgroup", "NODUS_CGROUP", "auto",
+       "local job containment: auto (a cgroup v2 per job where one can be made) or off"},
   };
   return keys;
 }

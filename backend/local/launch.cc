@@ -56,10 +56,20 @@ namespace bp = boost::process::v2;
 using bp::error_code;
 
 // What went wrong in the child before exec, sent to the parent on the report pipe.
-enum class Step : int { kSession = 1, kParentDeath, kSupervisorGone, kSignals, kStdio, kChdir };
+enum class Step : int {
+  kCgroup = 1,
+  kSession,
+  kParentDeath,
+  kSupervisorGone,
+  kSignals,
+  kStdio,
+  kChdir
+};
 
 const char* step_text(Step s) {
   switch (s) {
+    case Step::kCgroup:
+      return "joining the job's cgroup";
     case Step::kSession:
       return "setsid";
     case Step::kParentDeath:
@@ -87,6 +97,7 @@ struct ChildSetup {
   int null_fd = -1, out_fd = -1, err_fd = -1;
   const char* workdir = nullptr;  // nullptr: stay
   int report_fd = -1;
+  int cgroup_fd = -1;
 
   [[noreturn]] void fail(Step step) const {
     Report r{step, errno};
@@ -97,6 +108,7 @@ struct ChildSetup {
 
   template <typename Launcher>
   error_code on_exec_setup(Launcher& launcher, const std::filesystem::path&, const char* const*&) {
+    if (cgroup_fd >= 0 && ::write(cgroup_fd, "0", 1) != 1) fail(Step::kCgroup);
     if (::setsid() < 0) fail(Step::kSession);
     if (::prctl(PR_SET_PDEATHSIG, SIGKILL) != 0) fail(Step::kParentDeath);
     // The supervisor may have died before the prctl: then nothing would ever kill us.
@@ -216,6 +228,7 @@ Result<Launched> launch(const LaunchRequest& request) {
   setup.err_fd = request.stderr_fd;
   setup.workdir = request.workdir.empty() ? nullptr : request.workdir.c_str();
   setup.report_fd = report_write.fd;
+  setup.cgroup_fd = request.cgroup_procs_fd;
 
   // A fresh io_context per launch: the launcher notifies it around fork, and one that never
   // registered a descriptor has nothing to re-create in the child.

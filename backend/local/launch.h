@@ -3,7 +3,8 @@
 // default_launcher forks; in the child, before exec, the process gets its own session and
 // process group, dies with the supervisor (PR_SET_PDEATHSIG), has default signal dispositions
 // and an empty mask, stdin from /dev/null, stdout and stderr on the given descriptors, and the
-// job's working directory. launch() returns once the exec succeeded (or why it did not).
+// job's working directory; with a cgroup it joins that cgroup first. launch() returns once the exec
+// succeeded (or why it did not).
 
 #include <sys/types.h>
 
@@ -22,6 +23,9 @@ struct LaunchRequest {
   std::string workdir;            // "" keeps nodus's working directory
   int stdout_fd = -1;             // become the child's descriptors 1 and 2
   int stderr_fd = -1;
+  // cgroup.procs of the job's cgroup (cgroup.h), -1 for none: the child writes "0" to it before
+  // anything else, so the job is contained before it can fork.
+  int cgroup_procs_fd = -1;
 };
 
 struct Launched {

@@ -1,0 +1,300 @@
+#include "backend/local/cgroup.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <sstream>
+
+#include "core/config.h"
+
+namespace nodus::backend::local {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+std::optional<std::string> slurp(const std::string& path) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return std::nullopt;
+  std::string text;
+  char buf[4096];
+  for (;;) {
+    ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    text.append(buf, static_cast<size_t>(n));
+  }
+  ::close(fd);
+  return text;
+}
+
+bool write_text(const std::string& path, const char* text) {
+  int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  ssize_t n = ::write(fd, text, std::strlen(text));
+  ::close(fd);
+  return n == static_cast<ssize_t>(std::strlen(text));
+}
+
+// Mountinfo escapes space, tab, newline and backslash as \ooo.
+std::string unescape(const std::string& s) {
+  std::string out;
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (s[i] == '\\' && i + 3 < s.size()) {
+      int v = 0;
+      bool octal = true;
+      for (size_t k = 1; k <= 3; ++k) {
+        if (i + k >= s.size() || s[i + k] < '0' || s[i + k] > '7') {
+          octal = false;
+          break;
+        }
+        v = v * 8 + (s[i + k] - '0');
+      }
+      if (octal) {
+        out += static_cast<char>(v);
+        i += 3;
+        continue;
+      }
+    }
+    out += s[i];
+  }
+  return out;
+}
+
+std::vector<pid_t> parse_pids(const std::string& text) {
+  std::vector<pid_t> out;
+  std::istringstream in(text);
+  long v;
+  while (in >> v)
+    if (v > 0) out.push_back(static_cast<pid_t>(v));
+  return out;
+}
+
+// A candidate folder for nodus's cgroups is usable when mkdir works there and the kernel has
+// cgroup.kill (the folder we made has one).
+bool usable(const std::string& dir, std::string* why) {
+  if (::mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) {
+    *why = "mkdir " + dir + ": " + std::strerror(errno);
+    return false;
+  }
+  if (::access((dir + "/cgroup.kill").c_str(), W_OK) != 0) {
+    *why = dir + "/cgroup.kill: " + std::strerror(errno) + " (needs Linux >= 5.14)";
+    return false;
+  }
+  return true;
+}
+
+struct ParentCache {
+  std::once_flag once;
+  std::optional<std::string> parent;
+  std::string why;
+};
+
+ParentCache& cache() {
+  static ParentCache c;
+  return c;
+}
+
+void find_parent(ParentCache& c) {
+  if (config_get("cgroup") == "off") {
+    c.why = "cgroups disabled (NODUS_CGROUP=off)";
+    return;
+  }
+  auto mountinfo = slurp("/proc/self/mountinfo");
+  auto mount = mountinfo ? cgroup2_mount(*mountinfo) : std::nullopt;
+  if (!mount) {
+    c.why = "no cgroup2 file system mounted";
+    return;
+  }
+  auto self = slurp("/proc/self/cgroup");
+  auto own = self ? unified_path(*self) : std::nullopt;
+  std::vector<std::string> candidates;
+  if (own && *own != "/") candidates.push_back(*mount + *own + "/nodus");
+  candidates.push_back(*mount + "/nodus");
+  std::string why;
+  for (const std::string& dir : candidates) {
+    if (usable(dir, &why)) {
+      c.parent = dir;
+      return;
+    }
+    c.why += (c.why.empty() ? "" : "; ") + why;
+  }
+}
+
+}  // namespace
+
+std::optional<std::string> cgroup2_mount(const std::string& mountinfo) {
+  std::istringstream in(mountinfo);
+  std::string line;
+  while (std::getline(in, line)) {
+    size_t dash = line.find(" - ");
+    if (dash == std::string::npos) continue;
+    std::istringstream tail(line.substr(dash + 3));
+    std::string fstype;
+    tail >> fstype;
+    if (fstype != "cgroup2") continue;
+    std::istringstream head(line.substr(0, dash));
+    std::string field, mount_point;
+    for (int i = 0; i < 5 && head >> field; ++i)
+      if (i == 4) mount_point = field;
+    if (!mount_point.empty()) return unescape(mount_point);
+  }
+  return std::nullopt;
+}
+
+std::optional<std::string> unified_path(const std::string& proc_self_cgroup) {
+  std::istringstream in(proc_self_cgroup);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("0::", 0) != 0) continue;
+    std::string path = line.substr(3);
+    // A process in a cgroup that was removed shows " (deleted)".
+    if (path.empty() || path[0] != '/' || path.find(" (deleted)") != std::string::npos)
+      return std::nullopt;
+    while (path.size() > 1 && path.back() == '/') path.pop_back();
+    return path;
+  }
+  return std::nullopt;
+}
+
+std::optional<std::string> cgroup_parent(std::string* why) {
+  ParentCache& c = cache();
+  std::call_once(c.once, [&c] { find_parent(c); });
+  if (!c.parent && why) *why = c.why;
+  return c.parent;
+}
+
+Result<JobCgroup> JobCgroup::create(const std::string& parent, const std::string& name) {
+  JobCgroup g;
+  const std::string path = parent + "/" + name;
+  if (::mkdir(path.c_str(), 0755) != 0)
+    return Error::permanent("mkdir " + path + ": " + std::strerror(errno));
+  g.path_ = path;
+  g.procs_fd_ = ::open((path + "/cgroup.procs").c_str(), O_WRONLY | O_CLOEXEC);
+  if (g.procs_fd_ < 0) {
+    const int e = errno;
+    ::rmdir(path.c_str());
+    g.path_.clear();
+    return Error::permanent("open " + path + "/cgroup.procs: " + std::strerror(e));
+  }
+  return g;
+}
+
+JobCgroup::JobCgroup(JobCgroup&& o) noexcept : path_(std::move(o.path_)), procs_fd_(o.procs_fd_) {
+  o.path_.clear();
+  o.procs_fd_ = -1;
+}
+
+JobCgroup& JobCgroup::operator=(JobCgroup&& o) noexcept {
+  if (this != &o) {
+    if (procs_fd_ >= 0) ::close(procs_fd_);
+    path_ = std::move(o.path_);
+    procs_fd_ = o.procs_fd_;
+    o.path_.clear();
+    o.procs_fd_ = -1;
+  }
+  return *this;
+}
+
+JobCgroup::~JobCgroup() {
+  if (procs_fd_ >= 0) ::close(procs_fd_);
+}
+
+std::vector<pid_t> JobCgroup::members() const {
+  auto text = slurp(path_ + "/cgroup.procs");
+  return text ? parse_pids(*text) : std::vector<pid_t>{};
+}
+
+bool JobCgroup::populated() const { return cgroup_populated_path(path_); }
+
+int JobCgroup::signal(int sig) const { return cgroup_signal_path(path_, sig); }
+
+Result<void> JobCgroup::kill(std::chrono::milliseconds limit) const {
+  if (!cgroup_kill_path(path_) && cgroup_populated_path(path_))
+    return Error::retryable("cgroup.kill of " + path_ + " failed: " + std::strerror(errno));
+  if (cgroup_wait_empty_path(path_, limit)) return {};
+  std::string names;
+  for (pid_t p : members()) names += (names.empty() ? "" : ", ") + std::to_string(p);
+  return Error::retryable("cgroup " + path_ + " still holds processes " +
+                          std::to_string(limit.count()) + " ms after cgroup.kill: " + names);
+}
+
+CgroupUsage JobCgroup::usage() const {
+  CgroupUsage u;
+  if (auto text = slurp(path_ + "/cpu.stat")) {
+    std::istringstream in(*text);
+    std::string key;
+    uint64_t value;
+    while (in >> key >> value)
+      if (key == "usage_usec") u.cpu_seconds = static_cast<double>(value) / 1e6;
+  }
+  if (auto text = slurp(path_ + "/memory.peak")) {
+    char* end = nullptr;
+    unsigned long long v = std::strtoull(text->c_str(), &end, 10);
+    if (end != text->c_str()) u.memory_peak = v;
+  }
+  return u;
+}
+
+Result<void> JobCgroup::remove() {
+  if (path_.empty()) return {};
+  if (procs_fd_ >= 0) ::close(procs_fd_);
+  procs_fd_ = -1;
+  if (::rmdir(path_.c_str()) != 0 && errno != ENOENT)
+    return Error::retryable("rmdir " + path_ + ": " + std::strerror(errno));
+  path_.clear();
+  return {};
+}
+
+bool cgroup_kill_path(const std::string& path) { return write_text(path + "/cgroup.kill", "1"); }
+
+bool cgroup_populated_path(const std::string& path) {
+  auto text = slurp(path + "/cgroup.events");
+  if (!text) return ::access(path.c_str(), F_OK) == 0;  // gone: nothing in it
+  return text->find("populated 0") == std::string::npos;
+}
+
+bool cgroup_wait_empty_path(const std::string& path, std::chrono::milliseconds limit) {
+  const auto deadline = Clock::now() + limit;
+  // cgroup.events signals a change with POLLPRI; a short cap on each wait covers a missed one.
+  int fd = ::open((path + "/cgroup.events").c_str(), O_RDONLY | O_CLOEXEC);
+  bool empty = false;
+  for (;;) {
+    if (!cgroup_populated_path(path)) {
+      empty = true;
+      break;
+    }
+    const auto now = Clock::now();
+    if (now >= deadline) break;
+    cgroup_kill_path(path);  // members that joined by fork after the last write
+    if (fd >= 0) {
+      char buf[256];
+      ::lseek(fd, 0, SEEK_SET);
+      ssize_t ignored = ::read(fd, buf, sizeof buf);  // re-arms the notification
+      (void)ignored;
+      pollfd p{fd, POLLPRI, 0};
+      ::poll(&p, 1, 5);
+    } else {
+      ::poll(nullptr, 0, 2);
+    }
+  }
+  if (fd >= 0) ::close(fd);
+  return empty;
+}
+
+int cgroup_signal_path(const std::string& path, int sig) {
+  auto text = slurp(path + "/cgroup.procs");
+  int count = 0;
+  if (!text) return 0;
+  for (pid_t p : parse_pids(*text))
+    if (::kill(p, sig) == 0) ++count;
+  return count;
+}
+
+}  // namespace nodus::backend::local

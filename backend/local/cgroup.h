@@ -1,0 +1,84 @@
+#pragma once
+// One cgroup v2 per local job: the containment a job cannot leave. A process's cgroup is kept
+// across fork, setsid, double forks, an emptied environment and re-exec, and only a process
+// allowed to write a cgroup's cgroup.procs can move out of it; `cgroup.kill` (Linux >= 5.14)
+// SIGKILLs every member in one step, so a job that forks while it is being killed cannot win
+// the race a /proc scan loses. This is what Slurm's proctrack/cgroup and systemd's scope units
+// do for their jobs and services.
+//
+// Where: the cgroup2 mount (/sys/fs/cgroup on a pure v2 host, /sys/fs/cgroup/unified on a
+// hybrid one), under this process's own cgroup (the `0::/path` line of /proc/self/cgroup, which
+// on a delegated subtree is the part we may write), else under the mount's root; in a folder
+// `nodus` there, one child per job. Usable only when mkdir works there and cgroup.kill exists;
+// otherwise local jobs keep the process group / session / subreaper / tree-token mechanism
+// (process_tree.h). NODUS_CGROUP=off forces that fallback (config key `cgroup`).
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/result.h"
+
+namespace nodus::backend::local {
+
+// The folder jobs' cgroups are made in, found (and created) once per process; nullopt with the
+// reason in *why when none is usable or NODUS_CGROUP=off.
+std::optional<std::string> cgroup_parent(std::string* why = nullptr);
+
+// Pure helpers, unit-tested: the cgroup2 mount point from /proc/self/mountinfo's text, and the
+// unified-hierarchy path from /proc/self/cgroup's text ("0::/a/b" -> "/a/b").
+std::optional<std::string> cgroup2_mount(const std::string& mountinfo);
+std::optional<std::string> unified_path(const std::string& proc_self_cgroup);
+
+struct CgroupUsage {
+  std::optional<double> cpu_seconds;    // cpu.stat usage_usec
+  std::optional<uint64_t> memory_peak;  // memory.peak, where the memory controller is on
+};
+
+// A job's cgroup. Movable, not copyable; the destructor closes descriptors but leaves the
+// cgroup (remove() does that once it is empty).
+class JobCgroup {
+ public:
+  // mkdir <parent>/<name>; the descriptor for cgroup.procs is opened now, so the child can
+  // join with one write between fork and exec.
+  static Result<JobCgroup> create(const std::string& parent, const std::string& name);
+  JobCgroup() = default;
+  JobCgroup(JobCgroup&& o) noexcept;
+  JobCgroup& operator=(JobCgroup&& o) noexcept;
+  JobCgroup(const JobCgroup&) = delete;
+  JobCgroup& operator=(const JobCgroup&) = delete;
+  ~JobCgroup();
+
+  bool valid() const { return !path_.empty(); }
+  const std::string& path() const { return path_; }
+  // O_WRONLY on cgroup.procs: writing "0" moves the writer in (async-signal-safe).
+  int procs_fd() const { return procs_fd_; }
+
+  std::vector<pid_t> members() const;  // cgroup.procs now
+  bool populated() const;              // cgroup.events "populated 1"; true when unreadable
+  // Sends sig to every member (a polite stop); returns how many were signalled.
+  int signal(int sig) const;
+  // cgroup.kill, then waits (poll on cgroup.events) until the cgroup is empty. Writing
+  // cgroup.kill again each round costs nothing and covers a failed write. An error names the
+  // members still there after `limit` (a process stuck in the kernel, state D).
+  Result<void> kill(std::chrono::milliseconds limit) const;
+  CgroupUsage usage() const;
+  // rmdir once empty; a no-op when already removed.
+  Result<void> remove();
+
+ private:
+  std::string path_;
+  int procs_fd_ = -1;
+};
+
+// The same operations on a cgroup known only by its path (the sentinel, after fork).
+// Async-signal-unsafe calls are fine there: it is single-threaded.
+bool cgroup_kill_path(const std::string& path);
+bool cgroup_populated_path(const std::string& path);
+bool cgroup_wait_empty_path(const std::string& path, std::chrono::milliseconds limit);
+int cgroup_signal_path(const std::string& path, int sig);
+
+}  // namespace nodus::backend::local
