@@ -62,12 +62,25 @@ class Backend {
   // as wake_fd (-1: none) is readable. Streams output to the log meanwhile.
   virtual Result<Event> wait(JobRecord& job, SteadyTime deadline, int wake_fd) = 0;
 
-  // Sends `sig` to every process of the job (a polite stop: SIGTERM).
+  // Sends `sig` to every process of the job (a polite stop: SIGTERM; SIGKILL kills the tree
+  // without waiting for it, cgroup.kill where the job has a cgroup).
   virtual Result<void> signal(JobRecord& job, int sig) = 0;
+
+  // True when signal() may be called from another thread while one thread is in wait(): the
+  // supervisor's watchdog thread then enforces the deadlines (engine/watchdog.h).
+  virtual bool concurrent_signal_safe() const { return false; }
 
   // Kills whatever is left of the job and returns when nothing of it runs (local) or the
   // cluster has accepted the cancel (slurm). Safe to call on a job that already ended.
   virtual Result<void> kill(JobRecord& job) = 0;
+
+  // Hands the job's absolute deadlines to an enforcer that does not depend on this process
+  // (local: the sentinel, sentinel.h): SIGTERM at term_at, SIGKILL at kill_at, even if the
+  // supervisor is killed, stopped or stuck. Backends whose cluster enforces a limit itself
+  // (Slurm's time_limit) need nothing here.
+  virtual Result<void> arm_deadline(JobRecord& job, SteadyTime term_at, SteadyTime kill_at) {
+    return {};
+  }
 
   // After the job ended and kill() returned: checks that nothing of the job still holds a GPU
   // (killing what does) and returns a one-line result for the job's record; nullopt when the

@@ -12,6 +12,7 @@
 #include <map>
 #include <mutex>
 
+#include "backend/local/cgroup.h"
 #include "backend/local/container.h"
 #include "backend/local/gpu_holders.h"
 #include "backend/local/launch.h"
@@ -38,16 +39,24 @@ struct LocalJob {
   double started_at = 0;
   std::unique_ptr<OutputPump> output;
   std::optional<Outcome> outcome;  // set once the main process is reaped
-  bool finished = false;           // kill() found nothing of the tree left
+  // kill() found nothing of the tree left. signal() may run on another thread (the supervisor's
+  // watchdog); signal_mu orders it with kill()'s end (sentinel dismissed, cgroup removed).
+  bool finished = false;
+  std::mutex signal_mu;
   std::optional<ContainerEngine> engine;
   std::string container_name;
   std::vector<std::string> env;
-  Sentinel sentinel;  // kills the tree if this supervisor dies first
+  Sentinel sentinel;  // kills the tree if this supervisor dies first or is late
+  JobCgroup cgroup;   // valid() when the job is contained by a cgroup
 
   ~LocalJob() {
     if (pidfd >= 0) ::close(pidfd);
   }
 };
+
+void add_note(JobRecord& job, const std::string& line) {
+  job.note = job.note.empty() ? line : job.note + "; " + line;
+}
 
 timespec until(SteadyTime deadline) {
   auto left = std::max(deadline - Clock::now(), Clock::duration::zero());
@@ -65,8 +74,10 @@ class LocalBackend final : public Backend {
   ~LocalBackend() override {
     for (auto& [pid, job] : jobs_) {
       if (job->finished) continue;
+      if (job->cgroup.valid()) (void)job->cgroup.kill(std::chrono::seconds(10));
       (void)kill_tree(pid, std::chrono::seconds(10), {});
       dismiss_sentinel(job->sentinel);
+      if (job->cgroup.valid()) (void)job->cgroup.remove();
       unregister_tree(pid);
     }
   }
@@ -76,9 +87,14 @@ class LocalBackend final : public Backend {
   Result<void> submit(JobRecord& job, const LaunchSpec& spec) override;
   Result<Event> wait(JobRecord& job, SteadyTime deadline, int wake_fd) override;
   Result<void> signal(JobRecord& job, int sig) override;
+  bool concurrent_signal_safe() const override { return true; }
   Result<void> kill(JobRecord& job) override;
+  Result<void> arm_deadline(JobRecord& job, SteadyTime term_at, SteadyTime kill_at) override;
 
  private:
+  // Kills the tree: cgroup.kill where the job has a cgroup, then the /proc sweep that also
+  // reaps the zombies that are our children (and is the whole mechanism without a cgroup).
+  Result<void> kill_job(LocalJob& j, std::chrono::milliseconds limit);
   Result<LocalJob*> find(const JobRecord& job);
   void record_exit(LocalJob& j, int status);
 
@@ -123,16 +139,29 @@ Result<void> LocalBackend::submit(JobRecord& job, const LaunchSpec& spec) {
       if (fd >= 0) ::close(fd);
     return Error::permanent(std::string("cannot create output pipes: ") + std::strerror(e), 125);
   }
-  auto launched = launch({argv, env, job.workdir, out[1], err[1]});
+  std::string why_no_cgroup;
+  if (auto parent = cgroup_parent(&why_no_cgroup)) {
+    auto made = JobCgroup::create(*parent, "job-" + token);
+    if (made.ok())
+      j->cgroup = std::move(*made);
+    else
+      why_no_cgroup = made.error().message;
+  }
+  auto launched = launch({argv, env, job.workdir, out[1], err[1], j->cgroup.procs_fd()});
   ::close(out[1]);
   ::close(err[1]);
   if (!launched.ok()) {
     for (int fd : {out[0], err[0], log_fd})
       if (fd >= 0) ::close(fd);
+    if (j->cgroup.valid()) (void)j->cgroup.remove();
     return launched.error();
   }
   register_tree(launched->pid, token);
-  j->sentinel = start_sentinel(launched->pid, token);
+  j->sentinel = start_sentinel({launched->pid, token, j->cgroup.path()});
+  add_note(job, j->cgroup.valid() ? "contained by cgroup " + j->cgroup.path()
+                                  : "contained by process group, session and /proc scan (no "
+                                    "cgroup: " +
+                                        why_no_cgroup + ")");
   j->pid = launched->pid;
   j->pidfd = launched->pidfd;
   j->started_at = launched->started_at;
@@ -218,8 +247,41 @@ Result<Event> LocalBackend::wait(JobRecord& job, SteadyTime deadline, int wake_f
 Result<void> LocalBackend::signal(JobRecord& job, int sig) {
   auto found = find(job);
   if (!found.ok()) return found.error();
-  if (!(*found)->finished) signal_tree((*found)->pid, sig);
+  LocalJob& j = **found;
+  std::lock_guard lock(j.signal_mu);
+  if (j.finished) return {};
+  int reached = 0;
+  if (j.cgroup.valid())
+    reached += sig == SIGKILL ? cgroup_kill_path(j.cgroup.path()) : j.cgroup.signal(sig);
+  reached += signal_tree(j.pid, sig);
+  if (sig == SIGTERM) (void)tell_sentinel_term_sent(j.sentinel);
+  if (reached == 0 && !process_gone(j.pid))
+    return Error::retryable("signal " + std::to_string(sig) + " reached no process of job " +
+                            std::to_string(j.pid));
   return {};
+}
+
+Result<void> LocalBackend::arm_deadline(JobRecord& job, SteadyTime term_at, SteadyTime kill_at) {
+  auto found = find(job);
+  if (!found.ok()) return found.error();
+  if ((*found)->finished) return {};
+  if (!arm_sentinel((*found)->sentinel, term_at, kill_at))
+    return Error::retryable(
+        "the job's sentinel is gone: only the supervisor enforces its deadline");
+  return {};
+}
+
+Result<void> LocalBackend::kill_job(LocalJob& j, std::chrono::milliseconds limit) {
+  std::optional<Error> cgroup_error;
+  if (j.cgroup.valid()) {
+    auto killed = j.cgroup.kill(limit);
+    if (!killed.ok()) cgroup_error = killed.error();
+  }
+  auto swept = kill_tree(j.pid, limit, [&](pid_t pid, int status) {
+    if (pid == j.pid && !j.outcome) record_exit(j, status);
+  });
+  if (cgroup_error) return *cgroup_error;
+  return swept;
 }
 
 Result<void> LocalBackend::kill(JobRecord& job) {
@@ -231,14 +293,28 @@ Result<void> LocalBackend::kill(JobRecord& job) {
   if (j.engine) kill_container(*j.engine, j.container_name, j.env);
   if (j.outcome && (job.gpu_count > 0 || !job.gpu_indices.empty())) {
     // The main process is gone; whatever of its tree still holds a GPU is a leftover.
-    std::string line = kill_gpu_holders(j.pid);
-    job.note = job.note.empty() ? line : job.note + "; " + line;
+    add_note(job, kill_gpu_holders(j.pid));
   }
-  auto killed = kill_tree(j.pid, kKillLimit, [&](pid_t pid, int status) {
-    if (pid == j.pid && !j.outcome) record_exit(j, status);
-  });
+  auto killed = kill_job(j, kKillLimit);
   if (!killed.ok()) return killed;
+  std::lock_guard lock(j.signal_mu);
   dismiss_sentinel(j.sentinel);
+  if (j.cgroup.valid()) {
+    const CgroupUsage u = j.cgroup.usage();
+    std::string line = "cgroup";
+    char buf[96];
+    if (u.cpu_seconds) {
+      std::snprintf(buf, sizeof buf, " cpu %.2f s", *u.cpu_seconds);
+      line += buf;
+    }
+    if (u.memory_peak) {
+      std::snprintf(buf, sizeof buf, ", memory peak %.1f MiB", *u.memory_peak / 1048576.0);
+      line += buf;
+    }
+    auto removed = j.cgroup.remove();
+    if (!removed.ok()) line += "; " + removed.error().message;
+    if (line != "cgroup") add_note(job, line);
+  }
   j.finished = true;
   unregister_tree(j.pid);
   return {};

@@ -1,109 +1,177 @@
 #include "backend/local/sentinel.h"
 
-#include <dirent.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
-#include <cstdio>
-#include <cstdlib>
+#include <cerrno>
+#include <cstdint>
 #include <cstring>
+#include <optional>
 
+#include "backend/local/cgroup.h"
 #include "backend/local/process_tree.h"
 #include "core/helper_children.h"
+#include "core/proc.h"
 
 namespace nodus::backend {
 namespace {
 
-// Session and process group of pid from /proc/<pid>/stat, after the last ')' (comm may hold
-// spaces and parentheses): fields 3 state, 4 ppid, 5 pgrp, 6 session.
-bool read_ids(pid_t pid, pid_t* pgrp, pid_t* session) {
-  char path[64], buf[1024];
-  std::snprintf(path, sizeof path, "/proc/%d/stat", pid);
-  int fd = ::open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return false;
-  ssize_t n = ::read(fd, buf, sizeof buf - 1);
-  ::close(fd);
-  if (n <= 0) return false;
-  buf[n] = '\0';
-  char* close = std::strrchr(buf, ')');
-  if (!close) return false;
-  char state;
-  int ppid, pg, sid;
-  if (std::sscanf(close + 1, " %c %d %d %d", &state, &ppid, &pg, &sid) != 4) return false;
-  *pgrp = pg;
-  *session = sid;
-  return true;
+using Clock = std::chrono::steady_clock;
+
+// One message on the socket: a kind and, for kArm, two CLOCK_MONOTONIC instants in ns.
+struct Message {
+  char kind;  // kDone, kArm, kTermSent
+  int64_t term_ns;
+  int64_t kill_ns;
+};
+constexpr char kDone = 'd';
+constexpr char kArm = 'a';
+constexpr char kTermSent = 't';
+
+int64_t now_ns() {
+  timespec ts;
+  ::clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
 }
 
-bool carries_token(pid_t pid, const std::string& needle) {
-  char path[64];
-  std::snprintf(path, sizeof path, "/proc/%d/environ", pid);
-  int fd = ::open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return false;
-  static char buf[1 << 16];
-  ssize_t n = ::read(fd, buf, sizeof buf);
-  ::close(fd);
-  if (n <= 0) return false;
-  for (ssize_t i = 0; i < n;) {
-    size_t len = strnlen(buf + i, static_cast<size_t>(n - i));
-    if (len == needle.size() && std::memcmp(buf + i, needle.data(), len) == 0) return true;
-    i += static_cast<ssize_t>(len) + 1;
-  }
-  return false;
+int64_t ns_of(Clock::time_point t) {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count();
 }
 
-// One pass over /proc: SIGKILL every process of the job. Returns how many were signalled.
-int kill_pass(pid_t job_pid, const std::string& needle) {
-  int killed = 0;
-  DIR* dir = ::opendir("/proc");
-  if (!dir) return 0;
-  const pid_t self = ::getpid();
-  while (dirent* e = ::readdir(dir)) {
-    char* end = nullptr;
-    long pid = std::strtol(e->d_name, &end, 10);
-    if (*end != '\0' || pid <= 0 || pid == self) continue;
-    pid_t pgrp = 0, session = 0;
-    if (!read_ids(static_cast<pid_t>(pid), &pgrp, &session)) continue;
-    if (session == job_pid || pgrp == job_pid || carries_token(static_cast<pid_t>(pid), needle)) {
-      ::kill(static_cast<pid_t>(pid), SIGKILL);
-      ++killed;
+bool send_message(const Sentinel& s, const Message& m) {
+  if (s.pid <= 0 || s.fd < 0) return false;
+  ssize_t n;
+  do {
+    n = ::send(s.fd, &m, sizeof m, MSG_NOSIGNAL);
+  } while (n < 0 && errno == EINTR);
+  return n == static_cast<ssize_t>(sizeof m);
+}
+
+class Enforcer {
+ public:
+  explicit Enforcer(const SentinelSpec& spec)
+      : spec_(spec), needle_(std::string(local::kTreeTokenEnv) + "=" + spec.tree_token) {}
+
+  void term() {
+    if (!spec_.cgroup.empty()) {
+      local::cgroup_signal_path(spec_.cgroup, SIGTERM);
+    } else {
+      for (pid_t pid : members()) ::kill(pid, SIGTERM);
     }
   }
-  ::closedir(dir);
-  return killed;
-}
 
-[[noreturn]] void sentinel_main(int fd, pid_t job_pid, const std::string& needle) {
-  // A Ctrl-C or a hang-up of the terminal reaches our process group: only EOF may end us.
+  // Nothing of the job may run on: with a cgroup, cgroup.kill until it is empty, then rmdir;
+  // without, /proc passes until one finds nothing (a process may fork while we scan), bounded.
+  void kill() {
+    if (!spec_.cgroup.empty()) {
+      local::cgroup_kill_path(spec_.cgroup);
+      local::cgroup_wait_empty_path(spec_.cgroup, std::chrono::seconds(60));
+      return;
+    }
+    for (int round = 0; round < 100; ++round) {
+      auto pids = members();
+      if (pids.empty()) break;
+      for (pid_t pid : pids) ::kill(pid, SIGKILL);
+      ::poll(nullptr, 0, 10);
+    }
+  }
+
+  void remove_cgroup() {
+    if (!spec_.cgroup.empty() && !local::cgroup_populated_path(spec_.cgroup))
+      ::rmdir(spec_.cgroup.c_str());
+  }
+
+ private:
+  // The job's processes by the fallback rule: its session or process group, or its token.
+  std::vector<pid_t> members() const {
+    std::vector<pid_t> out;
+    const pid_t self = ::getpid();
+    for (const ProcStat& p : scan_processes()) {
+      if (p.pid == self || p.zombie()) continue;
+      if (p.session == spec_.job_pid || p.pgrp == spec_.job_pid ||
+          read_proc_env(p.pid, local::kTreeTokenEnv) == spec_.tree_token)
+        out.push_back(p.pid);
+    }
+    return out;
+  }
+
+  SentinelSpec spec_;
+  std::string needle_;
+};
+
+[[noreturn]] void sentinel_main(int fd, const SentinelSpec& spec) {
+  // Out of the supervisor's session and process group: a signal to that group (timeout -s KILL,
+  // a terminal's SIGINT or SIGHUP) must not reach us. Only the socket may end us.
+  ::setsid();
   sigset_t block;
   sigemptyset(&block);
   for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGPIPE}) sigaddset(&block, sig);
   ::sigprocmask(SIG_BLOCK, &block, nullptr);
+  // Keep only the socket (as descriptor 3) and /dev/null on 0-2: a copy of a pipe's write end
+  // (a job's status pipe, another job's output) would keep its reader waiting for end-of-file.
+  int keep = ::fcntl(fd, F_DUPFD_CLOEXEC, 3);
   int null = ::open("/dev/null", O_RDWR);
   for (int std_fd = 0; std_fd < 3; ++std_fd) ::dup2(null, std_fd);
-  char byte = 0;
-  ssize_t n;
-  do {
-    n = ::read(fd, &byte, 1);
-  } while (n < 0 && errno == EINTR);
-  if (n == 1 && byte == 'd') ::_exit(0);
-  // The supervisor died: nothing of its job may run on. Repeat until a pass finds nothing
-  // (a process may fork while we scan), bounded.
-  for (int round = 0; round < 100 && kill_pass(job_pid, needle) > 0; ++round)
-    ::poll(nullptr, 0, 10);
+  if (keep >= 0) {
+    ::dup2(keep, 3);
+    fd = 3;
+    ::syscall(SYS_close_range, 4U, ~0U, 0U);
+  }
+
+  Enforcer enforcer(spec);
+  const int64_t term_lag = std::chrono::nanoseconds(kSentinelTermLag).count();
+  const int64_t kill_lag = std::chrono::nanoseconds(kSentinelKillLag).count();
+  std::optional<int64_t> term_at, kill_at;
+  bool term_done = false, kill_done = false;
+  for (;;) {
+    int timeout_ms = -1;
+    const int64_t now = now_ns();
+    std::optional<int64_t> next;
+    if (term_at && !term_done) next = *term_at;
+    if (kill_at && !kill_done && (!next || *kill_at < *next)) next = *kill_at;
+    if (next)
+      timeout_ms = static_cast<int>(std::max<int64_t>(0, (*next - now + 999'999) / 1'000'000));
+    pollfd p{fd, POLLIN, 0};
+    int r = ::poll(&p, 1, timeout_ms);
+    if (r < 0 && errno != EINTR) break;
+    if (r > 0) {
+      Message m{};
+      ssize_t n = ::recv(fd, &m, sizeof m, MSG_WAITALL);
+      if (n < 0 && errno == EINTR) continue;
+      if (n != static_cast<ssize_t>(sizeof m)) break;  // EOF: the supervisor is gone
+      if (m.kind == kDone) ::_exit(0);
+      if (m.kind == kTermSent) term_done = true;
+      if (m.kind == kArm) {
+        term_at = m.term_ns + term_lag;
+        kill_at = m.kill_ns + kill_lag;
+      }
+      continue;
+    }
+    const int64_t t = now_ns();
+    if (kill_at && !kill_done && t >= *kill_at) {
+      enforcer.kill();
+      kill_done = term_done = true;
+    } else if (term_at && !term_done && t >= *term_at) {
+      enforcer.term();
+      term_done = true;
+    }
+  }
+  enforcer.kill();
+  enforcer.remove_cgroup();
   ::_exit(0);
 }
 
 }  // namespace
 
-Sentinel start_sentinel(pid_t job_pid, const std::string& tree_token) {
+Sentinel start_sentinel(const SentinelSpec& spec) {
   int p[2];  // a socket pair, so that a dead sentinel never SIGPIPEs the supervisor
   if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, p) != 0) return {};
-  const std::string needle = std::string(local::kTreeTokenEnv) + "=" + tree_token;
   pid_t pid = ::fork();
   if (pid < 0) {
     ::close(p[0]);
@@ -112,19 +180,25 @@ Sentinel start_sentinel(pid_t job_pid, const std::string& tree_token) {
   }
   if (pid == 0) {
     ::close(p[1]);
-    sentinel_main(p[0], job_pid, needle);
+    sentinel_main(p[0], spec);
   }
   ::close(p[0]);
   register_helper_child(pid);
   return {pid, p[1]};
 }
 
+bool arm_sentinel(const Sentinel& s, Clock::time_point term_at, Clock::time_point kill_at) {
+  return send_message(s, {kArm, ns_of(term_at), ns_of(kill_at)});
+}
+
+bool tell_sentinel_term_sent(const Sentinel& s) { return send_message(s, {kTermSent, 0, 0}); }
+
 void dismiss_sentinel(Sentinel& s) {
   if (s.pid <= 0) return;
-  ssize_t ignored = ::send(s.fd, "d", 1, MSG_NOSIGNAL);
-  (void)ignored;
+  (void)send_message(s, {kDone, 0, 0});
   ::close(s.fd);
-  ::waitpid(s.pid, nullptr, 0);
+  while (::waitpid(s.pid, nullptr, 0) < 0 && errno == EINTR) {
+  }
   unregister_helper_child(s.pid);
   s = {};
 }

@@ -1,25 +1,55 @@
 #pragma once
-// A sentinel outlives the supervisor on purpose. PR_SET_PDEATHSIG takes a job's main process
-// down with a supervisor that dies (kill -9, OOM), but not the main process's own children
-// (a DataLoader worker, a shell's background jobs): they would be re-parented to init and run on
-// uncapped. The sentinel is a forked child of the supervisor that blocks reading a pipe only the
-// supervisor writes to; end-of-file without the "done" byte means the supervisor is gone, and it
-// kills everything in the job's session or process group or carrying the job's tree token.
+// The sentinel: the second enforcer of a local job, a process that outlives the supervisor on
+// purpose. It is forked by the supervisor at launch and moves into a session of its own, so
+// neither a signal to nodus's process group (`timeout -s KILL 2 nodus run ...`, Ctrl-C's SIGINT)
+// nor the supervisor's death takes it down. It enforces two things without the supervisor:
+// - The supervisor's death: it blocks on a socket only the supervisor writes to; end-of-file
+//   without the "done" message means the supervisor is gone (kill -9, OOM, a crash) and it kills
+//   the job's tree at once.
+// - The job's absolute deadline (arm_sentinel): SIGTERM at term_at unless the supervisor says it
+//   sent one, SIGKILL at kill_at, each a little after the supervisor's own moment so that a
+//   live supervisor normally acts first and records the reason. A supervisor that is stopped
+//   (SIGSTOP), stuck or starved by the job's output still cannot let the job run past its cap.
+// Killing the tree: with a cgroup (cgroup.h) cgroup.kill, waiting until it is empty, then
+// removing it; without one, repeated /proc passes over the job's session, process group and
+// NODUS_TREE token (what a process that called setsid() and emptied its environment escapes:
+// the reason cgroups are preferred).
 
 #include <sys/types.h>
 
+#include <chrono>
 #include <string>
 
 namespace nodus::backend {
 
+// How long after the supervisor's own moment the sentinel acts: SIGKILL soon after (a cap's kill
+// is due kKillMargin = 25 ms before the cap, so this still lands inside it); SIGTERM later, so a
+// live but busy supervisor's TERM is not doubled (it tells the sentinel when it sent one).
+inline constexpr std::chrono::milliseconds kSentinelKillLag{10};
+inline constexpr std::chrono::milliseconds kSentinelTermLag{100};
+
 struct Sentinel {
   pid_t pid = -1;
-  int fd = -1;  // write end: one byte "done" on a normal end
+  int fd = -1;  // the supervisor's end of the socket
 };
 
-// Forks the sentinel for the job whose main process (and session id) is job_pid. Call from the
-// main thread, before other threads exist. Returns pid -1 if it could not be started.
-Sentinel start_sentinel(pid_t job_pid, const std::string& tree_token);
+struct SentinelSpec {
+  pid_t job_pid = 0;       // the job's main process (its session and process group id)
+  std::string tree_token;  // NODUS_TREE value
+  std::string cgroup;      // the job's cgroup folder, "" when it has none
+};
+
+// Forks the sentinel. Call from the thread that submits jobs, before the supervisor starts other
+// threads. Returns pid -1 if it could not be started.
+Sentinel start_sentinel(const SentinelSpec& spec);
+
+// Hands the sentinel the job's deadlines (steady clock = CLOCK_MONOTONIC, the same in every
+// process). False when the sentinel cannot be reached (it is gone).
+bool arm_sentinel(const Sentinel& sentinel, std::chrono::steady_clock::time_point term_at,
+                  std::chrono::steady_clock::time_point kill_at);
+
+// The supervisor sent SIGTERM itself: the sentinel does not send a second one.
+bool tell_sentinel_term_sent(const Sentinel& sentinel);
 
 // The job's tree is taken care of: the sentinel exits without killing anything; it is reaped.
 void dismiss_sentinel(Sentinel& sentinel);
