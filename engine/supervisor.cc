@@ -5,6 +5,7 @@
 #include <csignal>
 #include <cstdio>
 #include <iostream>
+#include <mutex>
 
 #include "billing/catalog.h"
 #include "core/error.h"
@@ -12,6 +13,8 @@
 #include "engine/deadlines.h"
 #include "engine/observer.h"
 #include "engine/signals.h"
+#include "engine/stop_controller.h"
+#include "engine/watchdog.h"
 
 namespace nodus::engine {
 namespace {
@@ -33,6 +36,67 @@ Clock::time_point steady_at(double unix_time) {
 void note(bool attach, const std::string& text) {
   if (attach) std::fprintf(stderr, "nodus: %s\n", text.c_str());
 }
+
+void add_note(JobRecord& job, const std::string& line) {
+  job.note = job.note.empty() ? line : job.note + "; " + line;
+}
+
+// What the job is billed: its wall time at its rate, never more than its cap. The cap is a
+// promise: time past it (the kill's own latency, a cap smaller than starting a process takes)
+// is nodus's, not the user's. The record says so when it happens.
+double billed_cost(JobRecord& job, std::optional<double> budget_cap, double seconds) {
+  double cost = billing::cost_usd(job.gpu_count, job.rate_per_gpu_hour, seconds);
+  std::optional<double> cap = job.max_cost;
+  if (budget_cap && (!cap || *budget_cap < *cap)) cap = budget_cap;
+  if (cap && cost > *cap) {
+    char buf[160];
+    std::snprintf(buf, sizeof buf, "billed at the cap: ran %.0f ms past it",
+                  (cost - *cap) / std::max(1e-300, cost) * seconds * 1000);
+    add_note(job, buf);
+    cost = *cap;
+  }
+  return cost;
+}
+
+// Carries out stop actions on the backend and handles their results: a failed SIGTERM is
+// retried once (then the caller escalates to the kill); a failed kill is retried until the
+// backend's own limit and, if the job still has processes, recorded in the job's note.
+struct StopExecutor {
+  backend::Backend& backend;
+  JobRecord& job;
+  bool attach;
+  std::string last_error;
+
+  bool term() {
+    for (int attempt = 0; attempt < 2; ++attempt) {
+      auto r = backend.signal(job, SIGTERM);
+      if (r) return true;
+      last_error = r.error().message;
+    }
+    return false;
+  }
+
+  void kill() {
+    for (int attempt = 0; attempt < 3; ++attempt) {
+      auto r = backend.kill(job);
+      if (r) return;
+      last_error = r.error().message;
+      if (!r.error().retryable()) break;
+    }
+    note(attach, "kill failed: " + last_error);
+    add_note(job, "kill failed: " + last_error);
+  }
+
+  // On the watchdog's thread: only what Backend allows from another thread (signal()); the
+  // main loop reaps and finishes the job once it sees the exit.
+  void from_watchdog(const StopAction& a) {
+    if (a.kill) {
+      (void)backend.signal(job, SIGKILL);
+    } else if (a.term) {
+      if (!backend.signal(job, SIGTERM)) (void)backend.signal(job, SIGKILL);
+    }
+  }
+};
 
 }  // namespace
 
@@ -99,46 +163,87 @@ int Supervisor::run(JobRecord& job, const SuperviseRun& run) {
   if (run.on_launched) run.on_launched(job, "");
 
   const auto plan = plan_stop(job, run.options.budget_cap);
-  std::optional<Clock::time_point> term_at, kill_at;
+  const auto grace = std::chrono::milliseconds(job.grace_ms);
+  if (auto warning = plan_warning(plan, grace)) {
+    note(run.attach, *warning);
+    add_note(job, *warning);
+  }
+  // The controller is shared by this loop and the watchdog thread; mu guards it.
+  std::mutex mu;
+  StopController control(plan, grace);
+  StopExecutor exec{backend_, job, run.attach, {}};
+
   auto arm = [&] {
     observer.on_started(job);
-    if (!plan) return;
-    auto start = steady_at(*job.started_at);
-    term_at = start + std::chrono::duration_cast<Clock::duration>(plan->term_after);
-    kill_at = start + std::chrono::duration_cast<Clock::duration>(plan->kill_after);
+    std::optional<Clock::time_point> term_at, kill_at;
+    {
+      std::lock_guard lock(mu);
+      control.arm(steady_at(*job.started_at));
+      term_at = control.term_at();
+      kill_at = control.kill_at();
+    }
+    if (kill_at) {
+      auto armed = backend_.arm_deadline(job, term_at.value_or(*kill_at), *kill_at);
+      if (!armed) note(run.attach, armed.error().message);
+    }
   };
   if (job.started_at) arm();
 
-  std::optional<JobState> stop_reason;
-  bool term_sent = false;
-  bool kill_sent = false;
-  const auto interval = run.options.sample_interval;
-  auto next_tick = Clock::now() + interval;
-  auto grace = std::chrono::milliseconds(job.grace_ms);
-
-  auto stop_now = [&](JobState reason) {  // polite stop now, SIGKILL after the grace period
-    if (!stop_reason) stop_reason = reason;
-    if (!term_sent) {
-      backend_.signal(job, SIGTERM);
-      term_sent = true;
+  // The watchdog carries out the deadlines on its own thread where the backend allows signals
+  // from another thread; this loop still checks them too (the controller acts once).
+  std::optional<Watchdog> watchdog;
+  if (backend_.concurrent_signal_safe())
+    watchdog.emplace(
+        [&]() -> std::optional<Clock::time_point> {
+          std::lock_guard lock(mu);
+          return control.next_deadline();
+        },
+        [&](Clock::time_point now) {
+          StopAction a;
+          {
+            std::lock_guard lock(mu);
+            a = control.on_time(now);
+          }
+          exec.from_watchdog(a);
+        });
+  auto poke = [&] {
+    if (watchdog) watchdog->poke();
+  };
+  // Carries out an action from this thread, escalating a failed SIGTERM to the kill.
+  auto act = [&](StopAction a) {
+    if (!a.note.empty()) note(run.attach, a.note);
+    if (a.term && !exec.term()) {
+      std::lock_guard lock(mu);
+      a = control.on_term_failed(exec.last_error);
+      note(run.attach, a.note);
+      add_note(job, a.note);
     }
-    auto deadline = Clock::now() + grace;
-    if (!kill_at || deadline < *kill_at) kill_at = deadline;
+    if (a.kill) exec.kill();
+    poke();
   };
 
+  const auto interval = run.options.sample_interval;
+  auto next_tick = Clock::now() + interval;
   backend::Outcome outcome;
   for (;;) {
     auto next = next_tick;
-    if (term_at && !term_sent && *term_at < next) next = *term_at;
-    if (kill_at && !kill_sent && *kill_at < next) next = *kill_at;
+    {
+      std::lock_guard lock(mu);
+      if (auto d = control.next_deadline(); d && *d < next) next = *d;
+    }
     auto event = backend_.wait(job, next, run.signals ? run.signals->fd() : -1);
     if (!event) {
       // The backend lost sight of the job (e.g. slurmrestd unreachable for too long).
       note(run.attach, event.error().message);
       if (!event.error().retryable()) {
-        stop_reason = JobState::kLost;
         job.note = event.error().message;
-        backend_.kill(job);
+        StopAction a;
+        {
+          std::lock_guard lock(mu);
+          a = control.on_lost(event.error().message);
+        }
+        a.note.clear();  // already said
+        act(a);
         outcome.exit_code = exit_code::kNodusError;
         outcome.started_at = job.started_at.value_or(unix_now());
         outcome.ended_at = unix_now();
@@ -148,6 +253,8 @@ int Supervisor::run(JobRecord& job, const SuperviseRun& run) {
     }
     if (event->kind == backend::Event::Kind::kExited) {
       outcome = event->outcome;
+      std::lock_guard lock(mu);
+      control.on_exit(Clock::now());
       break;
     }
     if (event->kind == backend::Event::Kind::kStarted) {
@@ -155,51 +262,59 @@ int Supervisor::run(JobRecord& job, const SuperviseRun& run) {
       job.state = JobState::kRunning;
       store_.update_job(job);
       arm();
+      poke();
     }
     if (event->kind == backend::Event::Kind::kWoken && run.signals) {
       while (auto sig = run.signals->take()) {
-        bool second_interrupt = *sig == SIGINT && stop_reason == JobState::kCancelled;
-        stop_now(*sig == SIGINT ? JobState::kCancelled : JobState::kStopped);
-        if (second_interrupt) kill_at = Clock::now();
-        note(run.attach, second_interrupt ? "interrupted again: killing the job now"
-                                          : "stopping the job (SIGTERM, SIGKILL after " +
-                                                format_duration(grace) + ")");
+        StopAction a;
+        {
+          std::lock_guard lock(mu);
+          a = control.on_signal(*sig, Clock::now());
+        }
+        act(a);
       }
     }
-    auto now = Clock::now();
-    if (term_at && !term_sent && now >= *term_at) {
-      stop_reason = plan->reason;
-      backend_.signal(job, SIGTERM);
-      term_sent = true;
-    }
-    if (kill_at && !kill_sent && now >= *kill_at) {
-      if (!stop_reason && plan) stop_reason = plan->reason;
-      backend_.kill(job);
-      kill_sent = true;
+    const auto now = Clock::now();
+    {
+      StopAction a;
+      {
+        std::lock_guard lock(mu);
+        a = control.on_time(now);
+      }
+      if (a.term || a.kill) act(a);
     }
     if (now >= next_tick) {
       observer.tick(job);
-      if (!stop_reason) {
+      bool stopping;
+      {
+        std::lock_guard lock(mu);
+        stopping = control.reason().has_value();
+      }
+      if (!stopping) {
         if (auto why = observer.low_util_reason()) {
-          note(run.attach, "stopping: " + *why);
           job.note = *why;
-          stop_now(JobState::kLowUtil);
+          StopAction a;
+          {
+            std::lock_guard lock(mu);
+            a = control.on_policy(JobState::kLowUtil, *why, now);
+          }
+          act(a);
         }
       }
       while (next_tick <= now) next_tick += interval;
     }
   }
+  watchdog.reset();  // no more signals from another thread: the job is being finished
 
-  backend_.kill(job);  // whatever of the tree outlived its main process
-  if (auto leftovers = backend_.check_leftovers(job))
-    job.note = job.note.empty() ? *leftovers : job.note + "; " + *leftovers;
+  exec.kill();  // whatever of the tree outlived its main process
+  if (auto leftovers = backend_.check_leftovers(job)) add_note(job, *leftovers);
   job.started_at = outcome.started_at;
   job.ended_at = outcome.ended_at;
-  job.cost = billing::cost_usd(job.gpu_count, job.rate_per_gpu_hour,
-                               std::max(0.0, outcome.ended_at - outcome.started_at));
+  job.cost = billed_cost(job, run.options.budget_cap,
+                         std::max(0.0, outcome.ended_at - outcome.started_at));
   job.signal = outcome.signal;
-  if (stop_reason) {
-    job.state = *stop_reason;
+  if (auto reason = control.reason()) {
+    job.state = *reason;
   } else {
     job.state = outcome.exit_code == 0 ? JobState::kCompleted : JobState::kFailed;
   }
