@@ -1,0 +1,111 @@
+// Killing nodus itself must not free the job: `timeout -s KILL` on nodus's process group
+// (case 1 of issue 11), around `nodus run` and around `nodus sweep`. The sentinel is in a session
+// of its own, survives, and kills the job; the GPU claim is free again; the record is <= the cap.
+// And the small cases (8): 200 TERM-ignoring children, a tiny cap, a cap below grace x rate.
+
+#include <gtest/gtest.h>
+
+#include "hostile/hostile_util.h"
+
+namespace nodus::testing {
+namespace {
+
+using namespace std::chrono_literals;
+
+const std::map<std::string, std::string> kGpus = {{"NODUS_LOCAL_GPUS", "H100:2"}};
+
+void expect_gpus_free(const NodusHome& home) {
+  auto r = home.run({"run", "--gpu", "H100:2", "--no-wait", "--", "true"}, kGpus);
+  EXPECT_EQ(r.code, 0) << "both GPUs must be free again: " << r.err;
+}
+
+TEST(KillNodus, TimeoutKillOfRunsProcessGroupLeavesNothingRunning) {
+  NodusHome home;
+  const std::string marker = unique_marker("77771");
+  auto r = run_command(home,
+                       {"timeout", "-s", "KILL", "2", NODUS_BIN, "run", "--gpu", "H100",
+                        "--max-cost", "1", "--", "bash", "-c", "sleep " + marker + "; echo done"},
+                       kGpus);
+  EXPECT_EQ(r.code, 137) << r.err;
+  auto left = survivors_after(marker, 5s);
+  EXPECT_TRUE(left.empty()) << left.size() << " processes of the job outlived nodus";
+  kill_all(left);
+  ASSERT_EQ(home.run({"ps", "-a"}).code, 0);  // reconciles the dead supervisor
+  auto job = show_json(home, "1");
+  EXPECT_EQ(job["state"], "lost");
+  EXPECT_LE(job["cost_usd"].get<double>(), 1.0);
+  const std::string cgroup = job_cgroup(job);
+  if (!cgroup.empty()) EXPECT_TRUE(cgroup_empty(cgroup)) << cgroup;
+  expect_gpus_free(home);
+}
+
+TEST(KillNodus, TimeoutKillOfSweepsProcessGroupLeavesNothingRunning) {
+  NodusHome home;
+  const std::string marker = unique_marker("77772");
+  auto r = run_command(home,
+                       {"timeout", "-s", "KILL", "3", NODUS_BIN, "sweep", "--gpu", "H100",
+                        "--max-cost", "1", "--parallel", "2", "--param", "x=1,2", "--", "bash",
+                        "-c", "sleep " + marker + "{x}; echo done"},
+                       kGpus);
+  EXPECT_EQ(r.code, 137) << r.err;
+  auto left = survivors_after(marker, 5s);
+  EXPECT_TRUE(left.empty()) << left.size() << " processes of the sweep's jobs outlived nodus";
+  kill_all(left);
+  ASSERT_EQ(home.run({"ps", "-a"}).code, 0);
+  for (const char* id : {"1", "2"}) {
+    auto job = show_json(home, id);
+    EXPECT_LE(job["cost_usd"].get<double>(), 1.0) << id;
+    EXPECT_NE(job["state"], "running") << id;
+  }
+  expect_gpus_free(home);
+}
+
+TEST(SmallCaps, TwoHundredTermIgnoringChildrenEndWithinTheCap) {
+  NodusHome home;
+  const std::string prices = write_test_prices(home);  // TEST: $1 a second
+  const std::string marker = unique_marker("77778");
+  auto env =
+      std::map<std::string, std::string>{{"NODUS_LOCAL_GPUS", "TEST:1"}, {"NODUS_PRICES", prices}};
+  auto r =
+      home.run({"run", "--gpu", "TEST", "--max-cost", "2", "--grace", "500ms", "--", "bash", "-c",
+                "for i in $(seq 200); do (trap '' TERM; exec sleep " + marker +
+                    ") & done; trap '' TERM; wait"},
+               env);
+  EXPECT_EQ(r.code, 122) << r.err;
+  auto left = survivors_after(marker, 3s);
+  EXPECT_TRUE(left.empty()) << left.size() << " children survived";
+  kill_all(left);
+  auto job = show_json(home, "1");
+  EXPECT_EQ(job["state"], "cost_cap");
+  EXPECT_LE(job["cost_usd"].get<double>(), 2.0);
+  EXPECT_LE(job["wall_s"].get<double>(), 2.5) << "the kill came late";
+}
+
+TEST(SmallCaps, TinyCapIsNeverRecordedAboveTheCap) {
+  NodusHome home;
+  const std::string prices = write_test_prices(home);
+  auto env =
+      std::map<std::string, std::string>{{"NODUS_LOCAL_GPUS", "TEST:1"}, {"NODUS_PRICES", prices}};
+  auto r = home.run({"run", "--gpu", "TEST", "--max-cost", "0.0000001", "--", "sleep", "30"}, env);
+  EXPECT_EQ(r.code, 122) << r.err;
+  auto job = show_json(home, "1");
+  EXPECT_LE(job["cost_usd"].get<double>(), 0.0000001);
+  EXPECT_GT(job["cost_usd"].get<double>(), 0.0);
+}
+
+TEST(SmallCaps, CapBelowGraceTimesRateWarnsWhenTermGoesOut) {
+  NodusHome home;
+  const std::string prices = write_test_prices(home);
+  auto env =
+      std::map<std::string, std::string>{{"NODUS_LOCAL_GPUS", "TEST:1"}, {"NODUS_PRICES", prices}};
+  auto r = home.run(
+      {"run", "--gpu", "TEST", "--max-cost", "1", "--grace", "10s", "--", "sleep", "30"}, env);
+  EXPECT_EQ(r.code, 122) << r.err;
+  EXPECT_NE(r.err.find("SIGTERM goes out at start (t=0), SIGKILL at 0.975 s"), std::string::npos)
+      << r.err;
+  EXPECT_NE(show_json(home, "1")["note"].get<std::string>().find("SIGTERM goes out at start"),
+            std::string::npos);
+}
+
+}  // namespace
+}  // namespace nodus::testing
