@@ -262,6 +262,104 @@ def cmd_stop(a):
     save(a.results, "stop", out)
 
 
+# 2b. kill latency by mechanism: deadline -> the job's cgroup is empty (cgroup.kill) against the
+# /proc-scan fallback (NODUS_CGROUP=off), on a tree of 100 TERM-ignoring children.
+
+WIDE_TREE = """#!/bin/bash
+trap '' TERM
+echo "$$ $EPOCHREALTIME" > "$1"
+for i in $(seq {n}); do sleep 600 & done
+echo $! >> "$1"; echo $! >> "$1"
+echo ready >> "$1"
+wait
+"""
+
+
+def cgroup_path_of(pid):
+    """The cgroup v2 folder of pid (None when it has none we can find)."""
+    try:
+        with open(f"/proc/{pid}/cgroup") as f:
+            line = next((l for l in f if l.startswith("0::")), None)
+        with open("/proc/self/mountinfo") as f:
+            mount = next((l.split()[4] for l in f if " - cgroup2 " in l), None)
+    except (OSError, StopIteration):
+        return None
+    if not line or not mount:
+        return None
+    return mount + line[3:].strip()
+
+
+def cgroup_empty(path):
+    try:
+        with open(os.path.join(path, "cgroup.events")) as f:
+            return "populated 0" in f.read()
+    except FileNotFoundError:
+        return True
+
+
+def kill_sample(cmd, env, pidfile, deadline_s, give_up_s=20.0):
+    """deadline -> every pid gone, and deadline -> the job's cgroup empty (ms)."""
+    if os.path.exists(pidfile):
+        os.unlink(pidfile)
+    p = subprocess.Popen(cmd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                         stderr=subprocess.DEVNULL)
+    got = read_pidfile(pidfile, time.monotonic() + give_up_s)
+    if got is None:
+        p.kill()
+        p.wait()
+        return {"error": "the tree never started"}
+    t_start, pids = got
+    cg = cgroup_path_of(pids[0])
+    in_job_cgroup = cg is not None and "/nodus/job-" in cg
+    t_pids = t_cg = None
+    end = time.monotonic() + deadline_s + give_up_s
+    while time.monotonic() < end and (t_pids is None or (in_job_cgroup and t_cg is None)):
+        now = time.time()
+        if t_pids is None and all(gone(pid) for pid in pids):
+            t_pids = now
+        if in_job_cgroup and t_cg is None and cgroup_empty(cg):
+            t_cg = now
+        time.sleep(POLL_S)
+    p.wait()
+    deadline = t_start + deadline_s
+    if t_pids is None:
+        return {"error": "processes outlived the deadline by %.0f s" % give_up_s}
+    return {"pids_ms": (t_pids - deadline) * 1000,
+            "cgroup_ms": (t_cg - deadline) * 1000 if t_cg is not None else None,
+            "cgroup": in_job_cgroup}
+
+
+def cmd_kill(a):
+    home = tempfile.mkdtemp(prefix="kill-", dir=a.work)
+    tree = os.path.join(a.work, "tree-wide.sh")
+    with open(tree, "w") as f:
+        f.write(WIDE_TREE.format(n=a.children))
+    os.chmod(tree, 0o755)
+    pidfile = os.path.join(a.work, "kill.pids")
+    timeout_s, grace_s = a.limit, 0.2
+    cmd = [a.nodus, "run", "--timeout", f"{int(timeout_s * 1000)}ms", "--grace", "200ms", "--",
+           tree, pidfile]
+    mechanisms = {"cgroup": nodus_env(home), "fallback (NODUS_CGROUP=off)": nodus_env(home, NODUS_CGROUP="off")}
+    samples = {name: [] for name in mechanisms}
+    for _ in range(a.samples):
+        for name, env in mechanisms.items():
+            samples[name].append(kill_sample(cmd, env, pidfile, timeout_s + grace_s))
+    out = {"limit_s": timeout_s, "grace_s": grace_s, "children": a.children, "samples": a.samples,
+           "mechanisms": {}}
+    for name, ss in samples.items():
+        out["mechanisms"][name] = {
+            "deadline_to_pids_gone_ms": summary([s.get("pids_ms") for s in ss]),
+            "deadline_to_cgroup_empty_ms": summary([s.get("cgroup_ms") for s in ss]),
+            "had_cgroup": sum(1 for s in ss if s.get("cgroup")),
+            "errors": [s["error"] for s in ss if "error" in s],
+        }
+    save(a.results, "kill", out)
+    for name, m in out["mechanisms"].items():
+        pg, cg = m["deadline_to_pids_gone_ms"], m["deadline_to_cgroup_empty_ms"]
+        print(f"{name}: deadline -> pids gone median {pg['median']:.1f} ms" if pg else f"{name}: no data",
+              f"; -> cgroup empty median {cg['median']:.1f} ms" if cg else "", m["errors"] or "")
+
+
 # ---------------------------------------------------------------------------------------------
 # 3 + 6. supervisor CPU and memory
 
@@ -1121,6 +1219,12 @@ def main():
     p.add_argument("--work", required=True)
     p.add_argument("--prices", required=True)
     p.add_argument("--limit", type=float, default=1.0)
+    p.add_argument("--samples", type=int, default=10)
+    p = add("kill", cmd_kill)
+    p.add_argument("--nodus", required=True)
+    p.add_argument("--work", required=True)
+    p.add_argument("--limit", type=float, default=1.0)
+    p.add_argument("--children", type=int, default=100)
     p.add_argument("--samples", type=int, default=10)
     p = add("supervisor", cmd_supervisor)
     p.add_argument("--nodus", required=True)

@@ -83,6 +83,8 @@ say "1. launch overhead"
 "${HARNESS[@]}" launch --results "$RESULTS" --nodus "$NODUS" --work "$WORK" --with-hooks "${LAUNCH[@]}"
 say "2. stop precision"
 "${HARNESS[@]}" stop --results "$RESULTS" --nodus "$NODUS" --work "$WORK" --prices "$PRICES" "${STOP[@]}"
+say "2b. kill latency: cgroup.kill against the /proc-scan fallback (results/kill.json)"
+"${HARNESS[@]}" kill --results "$RESULTS" --nodus "$NODUS" --work "$WORK"
 
 # --- Slurm, in the background of 3 + 6 (which only wait) ------------------------------------
 SLURM_PID=
