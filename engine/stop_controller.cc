@@ -14,7 +14,7 @@ StopController::Clock::duration to_duration(Seconds s) {
 
 std::string seconds_text(Seconds s) {
   char buf[32];
-  std::snprintf(buf, sizeof buf, "%.3g s", s.count());
+  std::snprintf(buf, sizeof buf, "%.3f s", s.count());
   return buf;
 }
 
