@@ -173,7 +173,9 @@ std::optional<std::string> cgroup_parent(std::string* why) {
 Result<JobCgroup> JobCgroup::create(const std::string& parent, const std::string& name) {
   JobCgroup g;
   const std::string path = parent + "/" + name;
-  if (::mkdir(path.c_str(), 0755) != 0)
+  // EEXIST: an empty leftover of an earlier supervisor with our pid; rmdir fails if it is not.
+  if (::mkdir(path.c_str(), 0755) != 0 &&
+      (errno != EEXIST || ::rmdir(path.c_str()) != 0 || ::mkdir(path.c_str(), 0755) != 0))
     return Error::permanent("mkdir " + path + ": " + std::strerror(errno));
   g.path_ = path;
   g.procs_fd_ = ::open((path + "/cgroup.procs").c_str(), O_WRONLY | O_CLOEXEC);
