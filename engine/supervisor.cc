@@ -215,8 +215,10 @@ int Supervisor::run(JobRecord& job, const SuperviseRun& run) {
     if (a.term && !exec.term()) {
       std::lock_guard lock(mu);
       a = control.on_term_failed(exec.last_error);
-      note(run.attach, a.note);
-      add_note(job, a.note);
+      if (!a.note.empty()) {
+        note(run.attach, a.note);
+        add_note(job, a.note);
+      }
     }
     if (a.kill) exec.kill();
     poke();
@@ -236,7 +238,7 @@ int Supervisor::run(JobRecord& job, const SuperviseRun& run) {
       // The backend lost sight of the job (e.g. slurmrestd unreachable for too long).
       note(run.attach, event.error().message);
       if (!event.error().retryable()) {
-        job.note = event.error().message;
+        add_note(job, event.error().message);
         StopAction a;
         {
           std::lock_guard lock(mu);
@@ -292,7 +294,7 @@ int Supervisor::run(JobRecord& job, const SuperviseRun& run) {
       }
       if (!stopping) {
         if (auto why = observer.low_util_reason()) {
-          job.note = *why;
+          add_note(job, *why);
           StopAction a;
           {
             std::lock_guard lock(mu);

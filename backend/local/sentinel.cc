@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -109,6 +110,7 @@ class Enforcer {
   // Out of the supervisor's session and process group: a signal to that group (timeout -s KILL,
   // a terminal's SIGINT or SIGHUP) must not reach us. Only the socket may end us.
   ::setsid();
+  ::prctl(PR_SET_NAME, "nodus-sentinel");  // its comm in ps and /proc: not a second supervisor
   sigset_t block;
   sigemptyset(&block);
   for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGPIPE}) sigaddset(&block, sig);

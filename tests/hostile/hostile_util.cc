@@ -145,6 +145,8 @@ pid_t supervise_process(const NodusHome& home) {
   for (pid_t pid : all_pids()) {
     std::string cmdline = slurp("/proc/" + std::to_string(pid) + "/cmdline");
     if (cmdline.find("__supervise") == std::string::npos) continue;
+    // Its sentinel is a fork of it, with the same command line: told apart by its name.
+    if (slurp("/proc/" + std::to_string(pid) + "/comm").rfind("nodus-sentinel", 0) == 0) continue;
     std::string env = slurp("/proc/" + std::to_string(pid) + "/environ");
     size_t pos = 0;
     while (pos < env.size()) {

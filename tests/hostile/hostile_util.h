@@ -33,7 +33,8 @@ std::string job_cgroup(const nlohmann::json& job);
 // True when the cgroup folder is gone or holds no process.
 bool cgroup_empty(const std::string& path);
 
-// The pid of the `nodus __supervise` process whose NODUS_HOME is home's; -1 when none.
+// The pid of the `nodus __supervise` process whose NODUS_HOME is home's (not its sentinel, a
+// fork with the same command line); -1 when none.
 pid_t supervise_process(const NodusHome& home);
 
 // SIGKILLs what is left (so one failed test does not leave processes for the next).
