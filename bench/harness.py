@@ -297,8 +297,9 @@ def cgroup_empty(path):
         return True
 
 
-def kill_sample(cmd, env, pidfile, deadline_s, give_up_s=20.0):
-    """deadline -> every pid gone, and deadline -> the job's cgroup empty (ms)."""
+def kill_sample(cmd, env, pidfile, deadline_s, started_at, give_up_s=20.0):
+    """deadline -> every pid gone, and deadline -> the job's cgroup empty (ms). The deadline is
+    the job's recorded start (started_at() after the run) + deadline_s."""
     if os.path.exists(pidfile):
         os.unlink(pidfile)
     p = subprocess.Popen(cmd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
@@ -321,7 +322,7 @@ def kill_sample(cmd, env, pidfile, deadline_s, give_up_s=20.0):
             t_cg = now
         time.sleep(POLL_S)
     p.wait()
-    deadline = t_start + deadline_s
+    deadline = started_at() + deadline_s
     if t_pids is None:
         return {"error": "processes outlived the deadline by %.0f s" % give_up_s}
     return {"pids_ms": (t_pids - deadline) * 1000,
@@ -341,9 +342,16 @@ def cmd_kill(a):
            tree, pidfile]
     mechanisms = {"cgroup": nodus_env(home), "fallback (NODUS_CGROUP=off)": nodus_env(home, NODUS_CGROUP="off")}
     samples = {name: [] for name in mechanisms}
+    job = 0
     for _ in range(a.samples):
         for name, env in mechanisms.items():
-            samples[name].append(kill_sample(cmd, env, pidfile, timeout_s + grace_s))
+            job += 1
+
+            def started_at(job=job, env=env):
+                out = subprocess.run([a.nodus, "show", str(job), "--format", "json"], env=env,
+                                     capture_output=True, text=True).stdout
+                return json.loads(out)["started_at"]
+            samples[name].append(kill_sample(cmd, env, pidfile, timeout_s + grace_s, started_at))
     out = {"limit_s": timeout_s, "grace_s": grace_s, "children": a.children, "samples": a.samples,
            "mechanisms": {}}
     for name, ss in samples.items():
