@@ -76,7 +76,7 @@ TEST(SmallCaps, TwoHundredTermIgnoringChildrenEndWithinTheCap) {
   EXPECT_TRUE(left.empty()) << left.size() << " children survived";
   kill_all(left);
   auto job = show_json(home, "1");
-  EXPECT_EQ(job["state"], "cost_cap");
+  EXPECT_EQ(job["state"], "cost-cap");
   EXPECT_LE(job["cost_usd"].get<double>(), 2.0);
   EXPECT_LE(job["wall_s"].get<double>(), 2.5) << "the kill came late";
 }
