@@ -12,8 +12,8 @@
 #include <utility>
 #include <vector>
 
-#include "core/samples.h"
 #include "core/proc.h"
+#include "core/samples.h"
 
 namespace nodus::telemetry {
 

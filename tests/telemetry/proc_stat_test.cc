@@ -1,11 +1,10 @@
-#include "core/proc.h"
-
 #include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <fstream>
 #include <sstream>
 
+#include "core/proc.h"
 #include "series_fixture.h"
 
 namespace nodus::telemetry {
