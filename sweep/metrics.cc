@@ -176,7 +176,8 @@ std::vector<MetricPoint> MetricsFileReader::poll(double now) {
   while (!stream_.stats().stopped && offset_ < size) {
     // One byte past the limit lets the stream see that there is more than it may read.
     uint64_t room = stream_.limits().max_total_bytes - stream_.stats().bytes;
-    uint64_t want = std::min<uint64_t>({kChunk, size - offset_, room + 1});
+    uint64_t want = std::min<uint64_t>(kChunk, size - offset_);
+    if (room < want) want = room + 1;  // room < kChunk here: no overflow
     if (buf.size() < want) buf.resize(want);
     ssize_t n = ::pread(fd, buf.data(), want, static_cast<off_t>(offset_));
     if (n < 0 && errno == EINTR) continue;
