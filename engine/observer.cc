@@ -23,10 +23,13 @@ namespace {
 // What the job controls (its output lines, its NODUS_METRICS file) is processed within a budget
 // per sampling tick, scaled to the interval, so a flood costs the supervisor a bounded amount
 // of time and memory per tick; what is over budget is counted, never queued.
-constexpr double kRegexLinesPerSecond = 100'000;   // output lines scanned by --metric-regex
-constexpr double kRegexBytesPerSecond = 16 << 20;  // ... and their bytes
-constexpr double kFileBytesPerSecond = 4 << 20;    // NODUS_METRICS bytes parsed
-constexpr size_t kMaxGpuSamplesPerTick = 4096;     // a sampler gone wrong cannot flood the store
+// A training job reports a few lines a second; these leave it a hundredfold margin, and cost the
+// supervisor a few milliseconds per tick at most (a JSON line is ~5 us to parse, a regex scan of
+// a short line well under 1 us).
+constexpr double kRegexLinesPerSecond = 20'000;   // output lines scanned by --metric-regex
+constexpr double kRegexBytesPerSecond = 2 << 20;  // ... and their bytes
+constexpr double kFileBytesPerSecond = 64 << 10;  // NODUS_METRICS bytes parsed (~1,400 lines)
+constexpr size_t kMaxGpuSamplesPerTick = 4096;    // a sampler gone wrong cannot flood the store
 
 uint64_t per_tick(double per_second, double interval_s, uint64_t at_least) {
   return std::max<uint64_t>(at_least, static_cast<uint64_t>(per_second * interval_s));
@@ -66,7 +69,7 @@ struct JobObserver::Impl {
     if (auto parsed = sweep::parse_metric_regexes(o.metric_regexes)) regexes = std::move(*parsed);
     double interval_s = std::chrono::duration<double>(o.sample_interval).count();
     line_budget = per_tick(kRegexLinesPerSecond, interval_s, 1000);
-    byte_budget = per_tick(kRegexBytesPerSecond, interval_s, 256 << 10);
+    byte_budget = per_tick(kRegexBytesPerSecond, interval_s, 64 << 10);
   }
 
   // A point the job reported: checked, folded into the aggregates, offered for storage.

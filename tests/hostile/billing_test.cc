@@ -55,7 +55,7 @@ TEST(Billing, ResumedSweepKeepsTheBudgetAcrossAttempts) {
   EXPECT_EQ(survivors(marker, 10), 0u);
   home.run({"ps"});  // the dead cell is reconciled (billed to its heartbeat)
 
-  auto r = home.run({"sweep", "--resume", "1", "--format", "json"}, env);
+  auto r = home.run({"sweep", "--resume", "1"}, env);
   EXPECT_NE(r.code, 0) << r.err;
   EXPECT_EQ(survivors(marker, 10), 0u);
 
