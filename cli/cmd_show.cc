@@ -77,6 +77,7 @@ void print_job(store::Store& store, const JobRecord& job, Format format) {
     if (v.contains("throughput"))
       row("throughput", std::to_string(v["throughput"].get<double>()) + " " +
                             v.value("throughput_metric", std::string("samples_per_sec")));
+    if (v.contains("metrics_note")) row("metrics", v["metrics_note"].get<std::string>());
     if (v.contains("findings"))
       for (const auto& f : v["findings"])
         row(f.value("note", false) ? "note" : "diagnosis",

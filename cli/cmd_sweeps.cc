@@ -39,6 +39,7 @@ struct SweepsCommand {
         failed += is_final(c.state) && c.state != JobState::kCompleted;
         cost += c.cost;
       }
+      cost = store->sweep_spent(s.id);  // every attempt of every cell, not only the newest
       int total = s.definition.value("cells", static_cast<int>(cells.size()));
       std::string cmd = command_line(s.argv);
       if (cmd.size() > 48) cmd = cmd.substr(0, 45) + "...";

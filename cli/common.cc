@@ -6,6 +6,7 @@
 #include "core/config.h"
 #include "core/error.h"
 #include "core/parse.h"
+#include "sweep/metric_regex.h"
 
 namespace nodus::cli {
 
@@ -69,6 +70,8 @@ engine::JobRequest to_request(const RunFlags& f) {
   if (!f.min_util.empty())
     r.supervise.min_util = value_or_throw(parse_percent(f.min_util, "--min-util"));
   r.supervise.util_window = value_or_throw(parse_duration(f.util_window, "--util-window"));
+  // Checked here, before anything runs or is stored: the supervisor compiles them again.
+  (void)value_or_throw(sweep::parse_metric_regexes(f.metric_regex));
   r.supervise.metric_regexes = f.metric_regex;
   r.supervise.throughput_metric = f.throughput;
   return r;

@@ -29,7 +29,6 @@ SweepResults load_sweep_results(store::Store& store, const store::SweepRecord& s
     r.wall_s = wall_seconds(job);
     r.gpu_seconds = job.gpu_seconds();
     r.cost = job.cost;
-    out.total_cost += job.cost;
     if (auto stats = store.stats(job.id)) {
       const auto& v = stats->values;
       auto num = [&](const char* key) -> std::optional<double> {
@@ -45,6 +44,7 @@ SweepResults load_sweep_results(store::Store& store, const store::SweepRecord& s
     out.cells.push_back(r);
     out.jobs.emplace_back(job);
   }
+  out.total_cost = store.sweep_spent(sweep.id);  // every attempt, retried and resumed ones too
   return out;
 }
 

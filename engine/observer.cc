@@ -1,22 +1,41 @@
 #include "engine/observer.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <limits>
 
 #include "core/parse.h"
+#include "sweep/metric_flood.h"
 #include "sweep/metric_regex.h"
 #include "sweep/metrics.h"
 #include "telemetry/diagnosis.h"
 #include "telemetry/gpu_sampler.h"
 #include "telemetry/host_sampler.h"
 #include "telemetry/summary.h"
+#include "telemetry/summary_accumulator.h"
 #include "telemetry/util_policy.h"
 #include "telemetry/util_series.h"
 
 namespace nodus::engine {
 namespace {
-constexpr double kFlushEvery = 5.0;  // seconds between batched writes of series
+
+// What the job controls (its output lines, its NODUS_METRICS file) is processed within a budget
+// per sampling tick, scaled to the interval, so a flood costs the supervisor a bounded amount
+// of time and memory per tick; what is over budget is counted, never queued.
+// A training job reports a few lines a second; these leave it a hundredfold margin, and cost the
+// supervisor a few milliseconds per tick at most (a JSON line is ~5 us to parse, a regex scan of
+// a short line well under 1 us).
+constexpr double kRegexLinesPerSecond = 20'000;   // output lines scanned by --metric-regex
+constexpr double kRegexBytesPerSecond = 2 << 20;  // ... and their bytes
+constexpr double kFileBytesPerSecond = 64 << 10;  // NODUS_METRICS bytes parsed (~1,400 lines)
+constexpr size_t kMaxGpuSamplesPerTick = 4096;    // a sampler gone wrong cannot flood the store
+
+uint64_t per_tick(double per_second, double interval_s, uint64_t at_least) {
+  return std::max<uint64_t>(at_least, static_cast<uint64_t>(per_second * interval_s));
 }
+
+}  // namespace
 
 struct JobObserver::Impl {
   store::Store& store;
@@ -30,32 +49,61 @@ struct JobObserver::Impl {
   std::optional<telemetry::UtilPolicy> policy;
   std::optional<std::string> low_util;
   std::unique_ptr<sweep::MetricsFileReader> metrics;
+  bool metrics_refusal_told = false;
   std::vector<sweep::MetricRegex> regexes;
+
+  // Per tick: the budget for output lines, and what is waiting to be written.
+  uint64_t line_budget = 0, byte_budget = 0;
+  uint64_t lines_this_tick = 0, bytes_this_tick = 0;
   std::vector<GpuSample> gpu_buffer;
   std::vector<HostSample> host_buffer;
-  std::vector<MetricPoint> metric_buffer;
-  double last_flush = 0;
+  sweep::MetricCoalescer coalescer;
+
+  // Job-lifetime counters and running aggregates (the summary never reads the series back).
+  uint64_t lines_scanned = 0, lines_unscanned = 0, malformed_values = 0, gpu_dropped = 0;
+  telemetry::SummaryAccumulator summary;
+  telemetry::SteadyMean throughput;
 
   Impl(store::Store& s, const SuperviseOptions& o, bool a) : store(s), options(o), attach(a) {
     // Checked by the CLI before the job was created; a spec that no longer parses is dropped.
     if (auto parsed = sweep::parse_metric_regexes(o.metric_regexes)) regexes = std::move(*parsed);
+    double interval_s = std::chrono::duration<double>(o.sample_interval).count();
+    line_budget = per_tick(kRegexLinesPerSecond, interval_s, 1000);
+    byte_budget = per_tick(kRegexBytesPerSecond, interval_s, 64 << 10);
   }
 
-  void flush() {
-    if (job_id == 0) return;
-    if (!gpu_buffer.empty()) store.add_gpu_samples(job_id, gpu_buffer);
-    if (!host_buffer.empty()) store.add_host_samples(job_id, host_buffer);
-    if (!metric_buffer.empty()) store.add_metrics(job_id, metric_buffer);
-    gpu_buffer.clear();
-    host_buffer.clear();
-    metric_buffer.clear();
-    last_flush = unix_now();
+  // A point the job reported: checked, folded into the aggregates, offered for storage.
+  void take_point(const MetricPoint& p) {
+    if (!sweep::plausible_metric(p, options.throughput_metric)) {
+      ++malformed_values;
+      return;
+    }
+    summary.add_metric(p);
+    if (p.name == options.throughput_metric) throughput.add(p.t, p.value);
+    coalescer.add(p);
   }
 
   void read_metrics(bool last) {
     if (!metrics) return;
     auto points = last ? metrics->finish(unix_now()) : metrics->poll(unix_now());
-    metric_buffer.insert(metric_buffer.end(), points.begin(), points.end());
+    for (const auto& p : points) take_point(p);
+    if (metrics->stats().stopped && !metrics_refusal_told && attach) {
+      std::fprintf(stderr, "nodus: %s\n", metrics->stats().note.c_str());
+      metrics_refusal_told = true;
+    }
+  }
+
+  // One transaction per tick: the heartbeat and what the tick produced (bounded above).
+  void write(double now) {
+    if (job_id == 0) return;
+    store::Store::SeriesBatch batch;
+    batch.heartbeat = now;
+    batch.gpu.swap(gpu_buffer);
+    batch.host.swap(host_buffer);
+    batch.metrics = coalescer.take();
+    store.write_tick(job_id, batch);
+    lines_this_tick = 0;
+    bytes_this_tick = 0;
   }
 };
 
@@ -67,9 +115,18 @@ JobObserver::~JobObserver() = default;
 void JobObserver::on_started(const JobRecord& job) {
   Impl& m = *impl_;
   m.job_id = job.id;
-  m.last_flush = unix_now();
-  if (!job.metrics_path.empty())
-    m.metrics = std::make_unique<sweep::MetricsFileReader>(job.metrics_path);
+  m.write(unix_now());  // the first heartbeat: a supervisor killed now bills nothing past it
+  if (!job.metrics_path.empty()) {
+    sweep::MetricsLimits limits;
+    // Bounded per poll (a flood is sampled: newest bytes kept, the rest counted) instead of in
+    // total: the coalescer bounds what is stored, so reading need never stop for good.
+    limits.max_total_bytes = std::numeric_limits<uint64_t>::max();
+    limits.max_points = std::numeric_limits<uint64_t>::max();
+    limits.max_poll_bytes =
+        per_tick(kFileBytesPerSecond,
+                 std::chrono::duration<double>(m.options.sample_interval).count(), 64 << 10);
+    m.metrics = std::make_unique<sweep::MetricsFileReader>(job.metrics_path, limits);
+  }
   if (job.backend != "local") return;
   if (job.gpu_count > 0) {
     m.gpu = telemetry::make_gpu_sampler(static_cast<int>(m.options.sample_interval.count()),
@@ -85,8 +142,15 @@ void JobObserver::on_started(const JobRecord& job) {
 void JobObserver::on_line(std::string_view line) {
   Impl& m = *impl_;
   if (m.regexes.empty()) return;
-  auto points = sweep::extract_metrics(m.regexes, line, unix_now());
-  m.metric_buffer.insert(m.metric_buffer.end(), points.begin(), points.end());
+  // Over this tick's budget the line is counted, not scanned: matching is the costly part.
+  if (m.lines_this_tick >= m.line_budget || m.bytes_this_tick >= m.byte_budget) {
+    ++m.lines_unscanned;
+    return;
+  }
+  ++m.lines_this_tick;
+  m.bytes_this_tick += line.size();
+  ++m.lines_scanned;
+  for (const auto& p : sweep::extract_metrics(m.regexes, line, unix_now())) m.take_point(p);
 }
 
 void JobObserver::tick(const JobRecord& job) {
@@ -97,15 +161,22 @@ void JobObserver::tick(const JobRecord& job) {
       m.policy->add(samples);
       if (!m.low_util) m.low_util = m.policy->check(unix_now());
     }
+    m.summary.add_gpu(samples);
+    size_t room = kMaxGpuSamplesPerTick - std::min(kMaxGpuSamplesPerTick, m.gpu_buffer.size());
+    if (samples.size() > room) {
+      m.gpu_dropped += samples.size() - room;
+      samples.resize(room);
+    }
     m.gpu_buffer.insert(m.gpu_buffer.end(), samples.begin(), samples.end());
   }
   if (m.host) {
     m.host_buffer.push_back(m.host->sample());
+    m.summary.add_host(m.host_buffer.back());
   } else if (m.host_pid > 0) {
     m.host = std::make_unique<telemetry::HostSampler>(m.host_pid);  // the baseline
   }
   m.read_metrics(false);
-  if (unix_now() - m.last_flush >= kFlushEvery) m.flush();
+  m.write(unix_now());
 }
 
 std::optional<std::string> JobObserver::low_util_reason() const { return impl_->low_util; }
@@ -114,25 +185,47 @@ std::string JobObserver::finish(const JobRecord& job) {
   Impl& m = *impl_;
   m.job_id = job.id;
   m.read_metrics(true);
-  m.flush();
+  m.write(unix_now());
 
-  telemetry::SummaryInput in;
-  in.gpu = m.store.gpu_samples(job.id);
-  in.host = m.store.host_samples(job.id);
-  in.metrics = m.store.metrics(job.id);
-  in.cost = job.cost;
-  in.wall_s = job.started_at && job.ended_at ? *job.ended_at - *job.started_at : 0;
-  telemetry::Summary summary = telemetry::summarize(in);
+  const double wall_s = job.started_at && job.ended_at ? *job.ended_at - *job.started_at : 0;
+  telemetry::Summary summary = m.summary.finish(job.cost, wall_s);
   nlohmann::json stats = summary;
-  auto throughput = sweep::steady_mean(in.metrics, m.options.throughput_metric);
-  if (throughput) stats["throughput"] = *throughput;
+  if (auto throughput = m.throughput.value()) stats["throughput"] = *throughput;
   stats["throughput_metric"] = m.options.throughput_metric;
+
+  // What the job reported and what of it was sampled, coalesced or refused: `nodus show`.
+  const auto& kept = m.coalescer.stats();
+  nlohmann::json reported = {{"points", kept.seen},
+                             {"stored", kept.kept},
+                             {"coalesced", kept.coalesced},
+                             {"dropped", kept.dropped_names + kept.dropped_store},
+                             {"malformed_values", m.malformed_values}};
+  if (!m.regexes.empty()) {
+    reported["lines_scanned"] = m.lines_scanned;
+    reported["lines_unscanned"] = m.lines_unscanned;
+  }
+  std::vector<std::string> notes;
   if (m.metrics) {
     const auto& counts = m.metrics->stats();
     stats["metrics_lines"] = counts.lines;
+    reported["file_malformed_lines"] = counts.malformed;
+    reported["file_skipped_bytes"] = counts.skipped_bytes;
     std::string problems = sweep::describe(counts);
-    if (!problems.empty()) stats["metrics_note"] = problems;
+    if (!problems.empty()) notes.push_back(problems);
   }
+  if (m.lines_unscanned)
+    notes.push_back(std::to_string(m.lines_unscanned) +
+                    " output lines over the per-tick scan budget not matched by --metric-regex");
+  if (m.malformed_values)
+    notes.push_back(std::to_string(m.malformed_values) +
+                    " malformed values ignored (fractions outside 0..1, throughput <= 0)");
+  if (std::string c = sweep::describe(kept); !c.empty()) notes.push_back(c);
+  if (m.gpu_dropped)
+    notes.push_back(std::to_string(m.gpu_dropped) + " GPU samples over the per-tick limit dropped");
+  std::string note;
+  for (const auto& n : notes) note += (note.empty() ? "" : "; ") + n;
+  if (!note.empty()) stats["metrics_note"] = note;
+  stats["metrics"] = reported;
   if (m.gpu)
     stats["gpu_source"] = m.gpu->source();
   else if (!m.gpu_note.empty())

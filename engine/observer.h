@@ -1,8 +1,11 @@
 #pragma once
 // JobObserver watches a running job for the supervisor: GPU and host samples, the metrics the
-// job reports (NODUS_METRICS file and --metric-regex lines), the --min-util policy. It writes
-// series to the store in batches and, at the end, the job's summary (utilization, idle dollars,
-// throughput, diagnosis) as its stats.
+// job reports (NODUS_METRICS file and --metric-regex lines), the --min-util policy. Everything
+// the job controls is processed within a budget per tick (lines scanned, file bytes parsed,
+// points stored per metric: the rest is sampled, coalesced or counted), and each tick is one
+// store transaction that also writes the supervisor's heartbeat. The end-of-job summary
+// (utilization, idle dollars, throughput, diagnosis) comes from running aggregates, so memory
+// does not grow with the job's length.
 
 #include <memory>
 #include <optional>

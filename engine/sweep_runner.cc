@@ -39,8 +39,9 @@ int default_parallel(const JobRecord& cell, const Inventory* inventory) {
 std::string SweepRunner::run(store::SweepRecord& sweep, std::vector<PlannedCell>& cells,
                              const SweepSettings& settings) {
   BudgetLedger ledger(settings.budget);
-  for (const auto& c : cells)
-    if (c.done) ledger.add_spent(c.job.cost);
+  // A resumed sweep has spent what every earlier attempt of every cell cost, not only the cells
+  // that completed: the budget covers the sweep, however many times it was resumed.
+  if (sweep.id != 0) ledger.add_spent(store_.sweep_spent(sweep.id));
   progress_.begin(cells, settings.budget);
 
   std::vector<size_t> pending;

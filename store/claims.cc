@@ -3,6 +3,7 @@
 // owner is gone is free, so a crashed supervisor never keeps a GPU for good.
 
 #include <algorithm>
+#include <ctime>
 #include <set>
 
 #include "core/parse.h"
@@ -27,6 +28,16 @@ std::vector<Claim> all_claims(Db& db) {
 }
 
 // Deletes the claims of dead owners; returns the indices still held. Call inside a transaction.
+// "2026-12-01 02:40:12 UTC": when a lost job's supervisor was last alive.
+std::string utc_text(double unix_seconds) {
+  time_t t = static_cast<time_t>(unix_seconds);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%d %H:%M:%S UTC", &tm);
+  return buf;
+}
+
 std::set<int> drop_dead_claims(Db& db) {
   std::set<int> held;
   for (const Claim& c : all_claims(db)) {
@@ -103,6 +114,7 @@ std::vector<int64_t> Store::reconcile_dead_supervisors() {
   Transaction tx(db, Transaction::Mode::kImmediate);
   struct Dead {
     int64_t id;
+    double ended_at;
     double cost;
     std::string note;
   };
@@ -111,14 +123,39 @@ std::vector<int64_t> Store::reconcile_dead_supervisors() {
   {
     auto stmt = db.prepare(
         "SELECT id, supervisor_pid, supervisor_start, gpu_count, rate_per_gpu_hour, started_at, "
-        "note FROM jobs WHERE state IN ('waiting', 'starting', 'running') AND backend = 'local'");
+        "note, heartbeat_at, max_cost, timeout_ms, grace_ms, options FROM jobs "
+        "WHERE state IN ('waiting', 'starting', 'running') AND backend = 'local'");
     while (stmt.step()) {
       if (process_alive(stmt.i64(1), stmt.i64(2))) continue;
-      Dead d{stmt.i64(0), 0.0, stmt.text(6)};
-      // Nobody saw the job end: bill it up to the moment we found its supervisor gone.
-      if (auto started = stmt.opt_f64(5))
-        d.cost = stmt.i64(3) * stmt.f64(4) * std::max(0.0, now - *started) / 3600.0;
-      std::string why = "supervisor died; billed up to the time it was found dead";
+      Dead d{stmt.i64(0), now, 0.0, stmt.text(6)};
+      auto started = stmt.opt_f64(5);
+      auto heartbeat = stmt.opt_f64(7);
+      std::string why;
+      if (started) {
+        // Nobody saw the job end; it died with its supervisor, whose last sign of life is its
+        // heartbeat. Without one (an older nodus), the time it was found dead is all we know.
+        double end = heartbeat ? std::max(*heartbeat, *started) : now;
+        // The job could not have run past its timeout plus grace: the supervisor kills it then.
+        if (auto timeout_ms = stmt.opt_i64(9))
+          end = std::min(end, *started + (*timeout_ms + stmt.i64(10)) / 1000.0);
+        d.ended_at = end;
+        const double rate = stmt.i64(3) * stmt.f64(4) / 3600.0;
+        d.cost = rate * std::max(0.0, end - *started);
+        std::optional<double> cap = stmt.opt_f64(8);
+        auto options = nlohmann::json::parse(stmt.text(11), nullptr, false);
+        if (options.is_object() && options.contains("budget_cap") &&
+            options["budget_cap"].is_number()) {
+          double share = options["budget_cap"].get<double>();
+          cap = cap ? std::min(*cap, share) : share;
+        }
+        bool capped = cap && d.cost > *cap;
+        if (capped) d.cost = *cap;
+        why = heartbeat ? "supervisor died; billed to its last heartbeat at " + utc_text(end)
+                        : "supervisor died; billed up to the time it was found dead";
+        if (capped) why += " (capped at " + format_usd(*cap) + ")";
+      } else {
+        why = "supervisor died before the job started; not billed";
+      }
       d.note = d.note.empty() ? why : d.note + "; " + why;
       dead.push_back(std::move(d));
     }
@@ -126,7 +163,7 @@ std::vector<int64_t> Store::reconcile_dead_supervisors() {
   std::vector<int64_t> ids;
   for (const Dead& d : dead) {
     db.prepare("UPDATE jobs SET state = 'lost', ended_at = ?, cost = ?, note = ? WHERE id = ?")
-        .bind_all(now, d.cost, d.note, d.id)
+        .bind_all(d.ended_at, d.cost, d.note, d.id)
         .run();
     db.prepare("DELETE FROM gpu_claims WHERE job_id = ?").bind(1, d.id).run();
     ids.push_back(d.id);

@@ -100,4 +100,11 @@ std::vector<JobRecord> Store::sweep_cells(int64_t sweep_id) {
   return read_jobs(impl_->db, stmt);
 }
 
+double Store::sweep_spent(int64_t sweep_id) {
+  auto lock = impl_->lock();
+  auto stmt = impl_->db.prepare("SELECT total(cost) FROM jobs WHERE sweep_id = ?");
+  stmt.bind(1, sweep_id);
+  return stmt.step() ? stmt.f64(0) : 0.0;
+}
+
 }  // namespace nodus::store

@@ -114,6 +114,12 @@ CREATE TABLE job_stats (
 );
 )sql";
 
+// Migration 3: the supervisor's heartbeat, written every sampling tick; a job whose supervisor
+// died is billed up to it. (Version 2 is another change's.)
+const char* const kSchemaV3 = R"sql(
+ALTER TABLE jobs ADD COLUMN heartbeat_at REAL;
+)sql";
+
 int pragma_int(Db& db, const std::string& pragma) {
   auto stmt = db.prepare("PRAGMA " + pragma);
   return stmt.step() ? stmt.i32(0) : 0;
@@ -124,6 +130,7 @@ int pragma_int(Db& db, const std::string& pragma) {
 const std::vector<Migration>& migrations() {
   static const std::vector<Migration> list = {
       {1, kSchemaV1},
+      {3, kSchemaV3},
   };
   return list;
 }

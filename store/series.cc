@@ -10,18 +10,76 @@
 
 namespace nodus::store {
 
-void Store::add_metrics(int64_t job_id, const std::vector<MetricPoint>& points) {
-  if (points.empty()) return;
-  auto lock = impl_->lock();
-  Db& db = impl_->db;
-  Transaction tx(db, Transaction::Mode::kImmediate);
+namespace {
+
+// The inserts without their transaction: add_* wrap each in one, write_tick all in one.
+void insert_metrics(Db& db, int64_t job_id, const std::vector<MetricPoint>& points) {
   auto stmt = db.prepare("INSERT INTO metrics (job_id, t, name, value) VALUES (?, ?, ?, ?)");
   for (const MetricPoint& p : points) {
     if (!std::isfinite(p.t) || !std::isfinite(p.value)) continue;
     stmt.bind_all(job_id, p.t, p.name, p.value).run();
     stmt.reset();
   }
+}
+
+void insert_gpu_samples(Db& db, int64_t job_id, const std::vector<GpuSample>& samples) {
+  auto stmt = db.prepare(
+      "INSERT INTO gpu_samples (job_id, t, gpu_index, util_gpu, util_mem, mem_used_mib, power_w, "
+      "sm_clock_mhz, pcie_rx_kbs, pcie_tx_kbs) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+  for (const GpuSample& s : samples) {
+    if (!std::isfinite(s.t) || !std::isfinite(s.util_gpu)) continue;
+    stmt.bind_all(job_id, s.t, s.gpu_index, s.util_gpu, s.util_mem, s.mem_used_mib, s.power_w,
+                  s.sm_clock_mhz, s.pcie_rx_kbs, s.pcie_tx_kbs)
+        .run();
+    stmt.reset();
+  }
+}
+
+void insert_host_samples(Db& db, int64_t job_id, const std::vector<HostSample>& samples) {
+  auto stmt = db.prepare(
+      "INSERT INTO host_samples (job_id, t, cpu_percent, cores, nprocs, rss_mib, "
+      "max_process_cpu_percent) VALUES (?, ?, ?, ?, ?, ?, ?)");
+  for (const HostSample& s : samples) {
+    if (!std::isfinite(s.t) || !std::isfinite(s.cpu_percent) || !std::isfinite(s.rss_mib) ||
+        !std::isfinite(s.max_process_cpu_percent))
+      continue;
+    stmt.bind_all(job_id, s.t, s.cpu_percent, s.cores, s.nprocs, s.rss_mib,
+                  s.max_process_cpu_percent)
+        .run();
+    stmt.reset();
+  }
+}
+
+}  // namespace
+
+void Store::add_metrics(int64_t job_id, const std::vector<MetricPoint>& points) {
+  if (points.empty()) return;
+  auto lock = impl_->lock();
+  Transaction tx(impl_->db, Transaction::Mode::kImmediate);
+  insert_metrics(impl_->db, job_id, points);
   tx.commit();
+}
+
+void Store::write_tick(int64_t job_id, const SeriesBatch& batch) {
+  auto lock = impl_->lock();
+  Db& db = impl_->db;
+  Transaction tx(db, Transaction::Mode::kImmediate);
+  if (batch.heartbeat && std::isfinite(*batch.heartbeat))
+    db.prepare("UPDATE jobs SET heartbeat_at = ? WHERE id = ?")
+        .bind_all(*batch.heartbeat, job_id)
+        .run();
+  insert_gpu_samples(db, job_id, batch.gpu);
+  insert_host_samples(db, job_id, batch.host);
+  insert_metrics(db, job_id, batch.metrics);
+  tx.commit();
+}
+
+std::optional<double> Store::heartbeat(int64_t job_id) {
+  auto lock = impl_->lock();
+  auto stmt = impl_->db.prepare("SELECT heartbeat_at FROM jobs WHERE id = ?");
+  stmt.bind(1, job_id);
+  if (!stmt.step()) return std::nullopt;
+  return stmt.opt_f64(0);
 }
 
 std::vector<MetricPoint> Store::metrics(int64_t job_id) {
@@ -37,18 +95,8 @@ std::vector<MetricPoint> Store::metrics(int64_t job_id) {
 void Store::add_gpu_samples(int64_t job_id, const std::vector<GpuSample>& samples) {
   if (samples.empty()) return;
   auto lock = impl_->lock();
-  Db& db = impl_->db;
-  Transaction tx(db, Transaction::Mode::kImmediate);
-  auto stmt = db.prepare(
-      "INSERT INTO gpu_samples (job_id, t, gpu_index, util_gpu, util_mem, mem_used_mib, power_w, "
-      "sm_clock_mhz, pcie_rx_kbs, pcie_tx_kbs) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
-  for (const GpuSample& s : samples) {
-    if (!std::isfinite(s.t) || !std::isfinite(s.util_gpu)) continue;
-    stmt.bind_all(job_id, s.t, s.gpu_index, s.util_gpu, s.util_mem, s.mem_used_mib, s.power_w,
-                  s.sm_clock_mhz, s.pcie_rx_kbs, s.pcie_tx_kbs)
-        .run();
-    stmt.reset();
-  }
+  Transaction tx(impl_->db, Transaction::Mode::kImmediate);
+  insert_gpu_samples(impl_->db, job_id, samples);
   tx.commit();
 }
 
@@ -78,20 +126,8 @@ std::vector<GpuSample> Store::gpu_samples(int64_t job_id) {
 void Store::add_host_samples(int64_t job_id, const std::vector<HostSample>& samples) {
   if (samples.empty()) return;
   auto lock = impl_->lock();
-  Db& db = impl_->db;
-  Transaction tx(db, Transaction::Mode::kImmediate);
-  auto stmt = db.prepare(
-      "INSERT INTO host_samples (job_id, t, cpu_percent, cores, nprocs, rss_mib, "
-      "max_process_cpu_percent) VALUES (?, ?, ?, ?, ?, ?, ?)");
-  for (const HostSample& s : samples) {
-    if (!std::isfinite(s.t) || !std::isfinite(s.cpu_percent) || !std::isfinite(s.rss_mib) ||
-        !std::isfinite(s.max_process_cpu_percent))
-      continue;
-    stmt.bind_all(job_id, s.t, s.cpu_percent, s.cores, s.nprocs, s.rss_mib,
-                  s.max_process_cpu_percent)
-        .run();
-    stmt.reset();
-  }
+  Transaction tx(impl_->db, Transaction::Mode::kImmediate);
+  insert_host_samples(impl_->db, job_id, samples);
   tx.commit();
 }
 

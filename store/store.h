@@ -79,9 +79,12 @@ class Store {
   std::vector<JobRecord> jobs(const JobFilter& filter);
   std::vector<JobRecord> active_jobs();  // waiting, starting, running
 
-  // Marks every active local job whose supervisor is dead as lost: ended now, billed up to now
-  // (the time it was found dead) when it had started, a note saying so, GPUs freed. Slurm jobs
-  // are reconciled through their backend. Returns the ids changed. `ps` and `run` call it.
+  // Marks every active local job whose supervisor is dead as lost, GPUs freed. Its job died with
+  // its supervisor (sentinel, PR_SET_PDEATHSIG), so it is billed up to the supervisor's last
+  // heartbeat (write_tick), never past its --max-cost, its sweep budget share or its timeout
+  // plus grace; the note says "billed to its last heartbeat at ...". A started job without a
+  // heartbeat (a store from before heartbeats) is billed to now, capped the same way. Slurm
+  // jobs are reconciled through their backend. Returns the ids changed. `ps` and `run` call it.
   std::vector<int64_t> reconcile_dead_supervisors();
 
   // --- GPUs ---
@@ -103,6 +106,9 @@ class Store {
   std::vector<SweepRecord> sweeps(int limit);                            // newest first
   // The newest attempt per cell_index, ordered by cell_index.
   std::vector<JobRecord> sweep_cells(int64_t sweep_id);
+  // What a sweep has cost: every attempt of every cell, finished or not (running attempts count
+  // what they have cost so far, as their rows say).
+  double sweep_spent(int64_t sweep_id);
 
   // --- series --- (each add_* call is one transaction; reads are ordered by time; points whose
   // time or required value is NaN or infinite are dropped)
@@ -112,7 +118,17 @@ class Store {
   std::vector<GpuSample> gpu_samples(int64_t job_id);
   void add_host_samples(int64_t job_id, const std::vector<HostSample>& samples);
   std::vector<HostSample> host_samples(int64_t job_id);
-  void put_stats(const JobStats& stats);  // merges keys into the job's stats
+  // One sampling tick of a running job in one transaction: its heartbeat (the supervisor was
+  // alive and enforcing at that time; a lost job is billed up to it) and its new samples.
+  struct SeriesBatch {
+    std::optional<double> heartbeat;  // unix seconds
+    std::vector<GpuSample> gpu;
+    std::vector<HostSample> host;
+    std::vector<MetricPoint> metrics;
+  };
+  void write_tick(int64_t job_id, const SeriesBatch& batch);
+  std::optional<double> heartbeat(int64_t job_id);  // the last one written, if any
+  void put_stats(const JobStats& stats);            // merges keys into the job's stats
   std::optional<JobStats> stats(int64_t job_id);
 
   // --- spend ---

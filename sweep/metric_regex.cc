@@ -1,5 +1,7 @@
 #include "sweep/metric_regex.h"
 
+#include <re2/re2.h>
+
 #include <cctype>
 #include <cmath>
 #include <cstdlib>
@@ -32,19 +34,21 @@ bool to_number(std::string_view s, double* out) {
 
 void search(const MetricRegex& m, std::string_view segment, double now,
             std::vector<MetricPoint>* out) {
-  using It = std::string_view::const_iterator;
-  try {
-    for (std::regex_iterator<It> it(segment.begin(), segment.end(), m.regex), end; it != end;
-         ++it) {
-      const auto& match = *it;
-      const auto& group = match.size() > 1 ? match[1] : match[0];
-      double v = 0;
-      auto text = segment.substr(group.first - segment.begin(), group.length());
-      if (group.matched && to_number(text, &v)) out->push_back({now, m.name, v});
-      if (match.length(0) == 0) break;  // an empty match would be found again and again
-    }
-  } catch (const std::regex_error&) {
-    // error_complexity / error_stack on a pathological line: that line gives nothing.
+  const re2::RE2& re = *m.regex;
+  const int groups = re.NumberOfCapturingGroups() >= 1 ? 2 : 1;
+  re2::StringPiece text(segment.data(), segment.size());
+  re2::StringPiece match[2];
+  size_t pos = 0;
+  while (pos <= segment.size() &&
+         re.Match(text, pos, segment.size(), re2::RE2::UNANCHORED, match, groups)) {
+    const re2::StringPiece& group = match[groups - 1];
+    double v = 0;
+    // A group that did not take part in the match has a null data pointer.
+    if (group.data() != nullptr && to_number(std::string_view(group.data(), group.size()), &v))
+      out->push_back({now, m.name, v});
+    size_t end = static_cast<size_t>(match[0].data() - segment.data()) + match[0].size();
+    if (match[0].empty()) break;  // an empty match would be found again and again
+    pos = end;
   }
 }
 
@@ -62,11 +66,11 @@ Result<MetricRegex> parse_metric_regex(std::string_view spec) {
   if (!is_param_name(m.name))
     return bad(spec, "invalid name '" + m.name + "': names are [A-Za-z_][A-Za-z0-9_]*");
   if (m.pattern.empty()) return bad(spec, "empty regex");
-  try {
-    m.regex = std::regex(m.pattern, std::regex::ECMAScript);
-  } catch (const std::regex_error& e) {
-    return bad(spec, std::string("invalid regex: ") + e.what());
-  }
+  re2::RE2::Options options;
+  options.set_log_errors(false);  // the error is returned, not printed to stderr
+  auto re = std::make_shared<const re2::RE2>(m.pattern, options);
+  if (!re->ok()) return bad(spec, "invalid regex: " + re->error() + " (RE2 syntax)");
+  m.regex = std::move(re);
   return m;
 }
 

@@ -4,13 +4,16 @@
 //   {'train_runtime': 12.3, 'train_samples_per_second': 123.4, ...}
 // with  --metric-regex "samples_per_sec='train_samples_per_second': ([0-9.eE+-]+)".
 //
-// REGEX is ECMAScript (std::regex), checked when parsed. Each match in a line gives one point:
-// the first capture group, or the whole match when the regex has none, parsed as a number
-// (matches that are not numbers are ignored). A line is split at '\r' first (progress bars
-// redraw with it), and a segment longer than kMaxRegexInput bytes is skipped: std::regex
-// recurses per character and would exhaust the stack on very long input.
+// REGEX is RE2 syntax (https://github.com/google/re2/wiki/Syntax), checked when parsed: matching
+// takes time linear in the line's length whatever the pattern, so a pattern such as (a+)+b
+// cannot stall the supervisor on a hostile line (ECMAScript/std::regex backtracks
+// exponentially there). RE2 has no lookaround and no backreferences; such patterns are
+// rejected as invalid. Each match in a line gives one point: the first capture group, or the
+// whole match when the regex has none, parsed as a number (matches that are not numbers are
+// ignored). A line is split at '\r' first (progress bars redraw with it), and a segment longer
+// than kMaxRegexInput bytes is not scanned (a line that long is not a progress line).
 
-#include <regex>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -18,14 +21,18 @@
 #include "core/result.h"
 #include "core/samples.h"
 
+namespace re2 {
+class RE2;
+}
+
 namespace nodus::sweep {
 
-inline constexpr size_t kMaxRegexInput = 4096;
+inline constexpr size_t kMaxRegexInput = 64 * 1024;
 
 struct MetricRegex {
-  std::string name;     // metric name, [A-Za-z_][A-Za-z0-9_]*
-  std::string pattern;  // as the user typed it
-  std::regex regex;
+  std::string name;                       // metric name, [A-Za-z_][A-Za-z0-9_]*
+  std::string pattern;                    // as the user typed it
+  std::shared_ptr<const re2::RE2> regex;  // compiled; shared so the spec copies cheaply
 };
 
 // "NAME=REGEX"; the first '=' separates them, so REGEX may contain '='.

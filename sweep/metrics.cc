@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <nlohmann/json.hpp>
@@ -56,6 +57,12 @@ void MetricsStream::stop(std::string note) {
 void MetricsStream::drop_partial() {
   partial_.clear();
   skipping_ = false;
+}
+
+void MetricsStream::skip(uint64_t bytes) {
+  stats_.skipped_bytes += bytes;
+  partial_.clear();
+  skipping_ = true;  // resume at the next line boundary
 }
 
 void MetricsStream::complete_line(std::string_view line, double now,
@@ -122,22 +129,56 @@ std::vector<MetricPoint> MetricsStream::finish(double now) {
   return out;
 }
 
+void MetricsFileReader::refuse(const std::string& what) {
+  stream_.stop("NODUS_METRICS " + path_ + " " + what + ": not read (it must be a regular file)");
+}
+
 std::vector<MetricPoint> MetricsFileReader::poll(double now) {
   std::vector<MetricPoint> out;
   if (stream_.stats().stopped) return out;
-  int fd = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return out;  // not written yet, or unreadable: nothing to report
+  // lstat first: opening a device or FIFO for reading can itself have effects or block.
   struct stat st {};
-  if (::fstat(fd, &st) == 0 && static_cast<uint64_t>(st.st_size) < offset_) {
-    offset_ = 0;  // the job truncated its file and started again
-    stream_.drop_partial();
+  if (::lstat(path_.c_str(), &st) != 0) return out;  // not written yet: nothing to report
+  if (S_ISLNK(st.st_mode)) return refuse("is a symbolic link"), out;
+  if (S_ISFIFO(st.st_mode)) return refuse("is a FIFO"), out;
+  if (S_ISSOCK(st.st_mode)) return refuse("is a socket"), out;
+  if (S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode)) return refuse("is a device"), out;
+  if (!S_ISREG(st.st_mode)) return refuse("is not a regular file"), out;
+  // The job may swap the path between lstat and open: O_NOFOLLOW and O_NONBLOCK make that open
+  // fail or return at once, and fstat checks what was really opened.
+  int fd = ::open(path_.c_str(), O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY);
+  if (fd < 0) {
+    if (errno == ELOOP) refuse("is a symbolic link");
+    return out;
   }
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fd);
+    if (!S_ISREG(st.st_mode)) refuse("is not a regular file");
+    return out;
+  }
+  const uint64_t size = static_cast<uint64_t>(st.st_size);
+  bool other_file = offset_ > 0 && (st.st_dev != dev_ || st.st_ino != ino_);
+  if (other_file || size < offset_) {
+    offset_ = 0;  // the job truncated or replaced its file and started again
+    stream_.drop_partial();
+    stream_.count_replaced();
+  }
+  dev_ = st.st_dev;
+  ino_ = st.st_ino;
+  const uint64_t budget = stream_.limits().max_poll_bytes;
+  if (budget > 0 && size > offset_ + budget) {
+    stream_.skip(size - budget - offset_);
+    offset_ = size - budget;
+  }
+  // Reads up to the size seen now: a job appending while we read is picked up next poll.
   constexpr size_t kChunk = 1 << 20;
-  std::string buf(kChunk, '\0');
-  while (!stream_.stats().stopped) {
+  std::string buf;
+  while (!stream_.stats().stopped && offset_ < size) {
     // One byte past the limit lets the stream see that there is more than it may read.
     uint64_t room = stream_.limits().max_total_bytes - stream_.stats().bytes;
-    size_t want = room < kChunk ? static_cast<size_t>(room) + 1 : kChunk;
+    uint64_t want = std::min<uint64_t>(kChunk, size - offset_);
+    if (room < want) want = room + 1;  // room < kChunk here: no overflow
+    if (buf.size() < want) buf.resize(want);
     ssize_t n = ::pread(fd, buf.data(), want, static_cast<off_t>(offset_));
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) break;
@@ -157,11 +198,26 @@ std::vector<MetricPoint> MetricsFileReader::finish(double now) {
   return out;
 }
 
+bool plausible_metric(const MetricPoint& p, std::string_view throughput_metric) {
+  if (!std::isfinite(p.value) || !std::isfinite(p.t)) return false;
+  auto ends_with = [&](std::string_view suffix) {
+    return p.name.size() >= suffix.size() &&
+           std::string_view(p.name).substr(p.name.size() - suffix.size()) == suffix;
+  };
+  if (p.name == "data_wait" || ends_with("_fraction") || ends_with("_share"))
+    return p.value >= 0 && p.value <= 1;
+  if (p.name == throughput_metric) return p.value > 0;
+  return true;
+}
+
 std::string describe(const MetricsStats& stats) {
   std::string out;
   auto add = [&](const std::string& part) { out += (out.empty() ? "" : "; ") + part; };
   if (stats.malformed) add(plural(stats.malformed, "malformed line") + " skipped");
   if (stats.too_long) add(plural(stats.too_long, "over-long line") + " skipped");
+  if (stats.skipped_bytes)
+    add(size_text(stats.skipped_bytes) + " of a flood skipped unread (newest lines sampled)");
+  if (stats.replaced) add("file truncated or replaced " + plural(stats.replaced, "time"));
   if (stats.stopped) add(stats.note);
   return out;
 }

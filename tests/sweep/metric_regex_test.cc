@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
+
 namespace nodus::sweep {
 namespace {
 
@@ -28,7 +30,7 @@ TEST(MetricRegex, ReadsHuggingFaceTrainerSummary) {
 }
 
 TEST(MetricRegex, WholeMatchIsUsedWithoutACaptureGroup) {
-  auto rs = regexes({"n=[0-9]+(?=/s)"});
+  auto rs = regexes({"n=[0-9]+"});
   auto points = extract_metrics(rs, "throughput 8400/s", 0);
   ASSERT_EQ(points.size(), 1u);
   EXPECT_EQ(points[0].value, 8400);
@@ -63,6 +65,24 @@ TEST(MetricRegex, CarriageReturnsSplitProgressBarRedraws) {
 TEST(MetricRegex, EmptyMatchesDoNotLoop) {
   auto rs = regexes({"a=x*"});
   EXPECT_TRUE(extract_metrics(rs, "yyyy", 0).empty());
+}
+
+TEST(MetricRegex, LookaroundIsNotRE2AndIsRejected) {
+  auto r = parse_metric_regex("n=[0-9]+(?=/s)");
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message.find("invalid regex"), std::string::npos) << r.error().message;
+}
+
+// (a+)+b against a run of a's without a b backtracks 2^n steps in a backtracking engine (34 a's
+// hung std::regex for minutes); RE2 answers in time linear in the line.
+TEST(MetricRegex, CatastrophicPatternsRunInLinearTime) {
+  auto rs = regexes({"x=(a+)+b"});
+  auto start = std::chrono::steady_clock::now();
+  for (int i = 0; i < 100; ++i)
+    EXPECT_TRUE(extract_metrics(rs, std::string(34 + i, 'a'), 0).empty());
+  EXPECT_TRUE(extract_metrics(rs, std::string(kMaxRegexInput, 'a'), 0).empty());
+  auto took = std::chrono::steady_clock::now() - start;
+  EXPECT_LT(took, std::chrono::seconds(5));  // linear: milliseconds; exponential: never ends
 }
 
 TEST(MetricRegex, LongLinesAreSkippedWithoutCrashing) {

@@ -1,8 +1,13 @@
 #include "sweep/metrics.h"
 
 #include <gtest/gtest.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
 
 #include <chrono>
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -242,6 +247,97 @@ TEST(MetricsThroughput, MeanOfReportsAfterTheFirst) {
 
 TEST(MetricsThroughput, SingleReportIsUsedAsIs) {
   EXPECT_DOUBLE_EQ(*steady_mean({{1, "samples_per_sec", 250}}, "samples_per_sec"), 250);
+}
+
+// The job owns its NODUS_METRICS path: whatever it puts there, poll() returns at once and a
+// non-regular file is refused for good with a note naming what it is.
+TEST(MetricsFile, FifoIsRefusedWithoutBlocking) {
+  TempDir dir;
+  auto path = dir / "m.jsonl";
+  ASSERT_EQ(::mkfifo(path.c_str(), 0600), 0);
+  MetricsFileReader reader(path.string());
+  auto start = std::chrono::steady_clock::now();
+  EXPECT_TRUE(reader.poll(1).empty());
+  EXPECT_TRUE(reader.finish(2).empty());
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(2));
+  EXPECT_TRUE(reader.stats().stopped);
+  EXPECT_NE(reader.stats().note.find("is a FIFO: not read"), std::string::npos)
+      << reader.stats().note;
+  EXPECT_EQ(reader.stats().note.find('\n'), std::string::npos);
+}
+
+TEST(MetricsFile, SymlinkIsRefusedNotFollowed) {
+  TempDir dir;
+  auto target = dir / "elsewhere.jsonl";
+  append(target, "{\"step\": 1}\n");
+  auto path = dir / "m.jsonl";
+  fs::create_symlink(target, path);
+  MetricsFileReader reader(path.string());
+  EXPECT_TRUE(reader.poll(1).empty());
+  EXPECT_NE(reader.stats().note.find("is a symbolic link"), std::string::npos);
+}
+
+TEST(MetricsFile, SocketAndDeviceAreRefused) {
+  TempDir dir;
+  auto path = dir / "m.sock";
+  int fd = ::socket(AF_UNIX, SOCK_STREAM, 0);
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  std::snprintf(addr.sun_path, sizeof addr.sun_path, "%s", path.c_str());
+  ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  MetricsFileReader sock(path.string());
+  EXPECT_TRUE(sock.poll(1).empty());
+  EXPECT_NE(sock.stats().note.find("is a socket"), std::string::npos);
+  ::close(fd);
+  MetricsFileReader dev("/dev/zero");  // would never end if it were read
+  EXPECT_TRUE(dev.poll(1).empty());
+  EXPECT_NE(dev.stats().note.find("is a device"), std::string::npos);
+}
+
+TEST(MetricsFile, FileRenamedOverIsReadFromItsStart) {
+  TempDir dir;
+  auto path = dir / "m.jsonl";
+  append(path, "{\"step\": 1}\n{\"step\": 2}\n{\"step\": 3}\n");
+  MetricsFileReader reader(path.string());
+  EXPECT_EQ(reader.poll(1).size(), 3u);
+  // A longer file renamed over the old one: the same size check alone would miss its start.
+  auto fresh = dir / "fresh.jsonl";
+  append(fresh, "{\"step\": 10}\n{\"step\": 20}\n{\"step\": 30}\n{\"step\": 40}\n");
+  fs::rename(fresh, path);
+  auto points = reader.poll(2);
+  ASSERT_EQ(points.size(), 4u);
+  EXPECT_EQ(points[0].value, 10);
+  EXPECT_EQ(reader.stats().replaced, 1u);
+}
+
+TEST(MetricsFile, FloodIsSampledWithinThePollBudget) {
+  TempDir dir;
+  auto path = dir / "m.jsonl";
+  std::string lines;
+  for (int i = 0; i < 100000; ++i) lines += "{\"step\": " + std::to_string(i) + "}\n";
+  append(path, lines);
+  MetricsLimits limits;
+  limits.max_poll_bytes = 64 << 10;
+  MetricsFileReader reader(path.string(), limits);
+  auto points = reader.poll(1);
+  EXPECT_LE(reader.stats().bytes, 64u << 10);
+  EXPECT_GT(reader.stats().skipped_bytes, lines.size() - (65u << 10));
+  ASSERT_FALSE(points.empty());
+  EXPECT_EQ(points.back().value, 99999);    // the newest lines are the ones read
+  EXPECT_EQ(reader.stats().malformed, 0u);  // reading resumed at a line boundary
+  EXPECT_NE(describe(reader.stats()).find("skipped unread"), std::string::npos);
+}
+
+TEST(MetricsValues, FractionsAndThroughputAreChecked) {
+  EXPECT_TRUE(plausible_metric({1, "data_wait", 0.25}, "samples_per_sec"));
+  EXPECT_FALSE(plausible_metric({1, "data_wait", 1.5}, "samples_per_sec"));
+  EXPECT_FALSE(plausible_metric({1, "data_wait", -0.1}, "samples_per_sec"));
+  EXPECT_FALSE(plausible_metric({1, "gpu_fraction", 2}, "samples_per_sec"));
+  EXPECT_TRUE(plausible_metric({1, "samples_per_sec", 8000}, "samples_per_sec"));
+  EXPECT_FALSE(plausible_metric({1, "samples_per_sec", 0}, "samples_per_sec"));
+  EXPECT_FALSE(plausible_metric({1, "tokens", -5}, "tokens"));
+  EXPECT_FALSE(plausible_metric({1, "loss", HUGE_VAL}, "samples_per_sec"));
+  EXPECT_TRUE(plausible_metric({1, "loss", -3}, "samples_per_sec"));  // any finite value
 }
 
 }  // namespace

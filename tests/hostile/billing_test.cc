@@ -1,0 +1,76 @@
+// Cases 6 and 7 of issue 11: billing must be true when the supervisor dies and when a sweep is
+// resumed. Before the fix a lost job was billed until someone next ran `nodus ps` ($0.0456 for
+// a job capped at $0.02), and --resume forgot what the sweep had spent (a $0.01 budget ended at
+// ~$0.013).
+
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "cli/fixtures.h"
+#include "input_util.h"
+
+namespace nodus::testing {
+namespace {
+
+TEST(Billing, LostJobIsBilledToItsLastHeartbeatNeverPastItsCap) {
+  NodusHome home;
+  std::string marker = unique_marker();
+  pid_t pid = home.start({"run", "--gpu", "H100:2", "--max-cost", "0.02", "--env",
+                          "MARKER=" + marker, "--", "bash", "-c", "sleep 1000", marker},
+                         {{"NODUS_LOCAL_GPUS", "H100:2"}});
+  usleep(1'500'000);
+  double killed_after = 1.5;
+  ASSERT_EQ(kill(pid, SIGKILL), 0);
+  wait_exit(pid, std::chrono::seconds(5));
+  EXPECT_EQ(survivors(marker), 0u) << "the job outlived its supervisor";
+  usleep(4'000'000);  // nobody looks for a while: that time is not the job's
+  auto ps = home.run({"ps"});
+  EXPECT_EQ(ps.code, 0);
+  auto j = show_json(home, "1");
+  EXPECT_EQ(j["state"], "lost");
+  double cost = j["cost_usd"].get<double>();
+  EXPECT_LE(cost, 0.02);
+  // Billed to the last heartbeat (one per 1 s tick), not to when ps found it dead (~5.5 s).
+  EXPECT_LE(cost, 2 * kH100Rate * (killed_after + 0.5) / 3600) << cost;
+  EXPECT_GT(cost, 0);
+  std::string note = j["note"];
+  EXPECT_NE(note.find("billed to its last heartbeat at "), std::string::npos) << note;
+  auto shown = home.run({"show", "1"});
+  EXPECT_NE(shown.out.find("billed to its last heartbeat at"), std::string::npos);
+}
+
+TEST(Billing, ResumedSweepKeepsTheBudgetAcrossAttempts) {
+  NodusHome home;
+  std::string marker = unique_marker();
+  std::map<std::string, std::string> env{{"NODUS_LOCAL_GPUS", "H100:2"}};
+  // Cells ignore SIGTERM, so only the budget cap's SIGKILL ends them.
+  pid_t pid = home.start({"sweep", "--gpu", "H100:2", "--budget", "0.01", "--grace", "500ms",
+                          "--param", "i=1,2", "--env", "MARKER=" + marker, "--", "bash", "-c",
+                          "trap '' TERM; sleep 1000; echo {i}", marker},
+                         env);
+  usleep(3'000'000);
+  kill(pid, SIGKILL);  // the sweep dies; its cell's supervisor and job with it
+  wait_exit(pid, std::chrono::seconds(5));
+  EXPECT_EQ(survivors(marker, 10), 0u);
+  home.run({"ps"});  // the dead cell is reconciled (billed to its heartbeat)
+
+  auto r = home.run({"sweep", "--resume", "1"}, env);
+  EXPECT_NE(r.code, 0) << r.err;
+  EXPECT_EQ(survivors(marker, 10), 0u);
+
+  auto sweeps = nlohmann::json::parse(home.run({"sweeps", "--format", "json"}).out);
+  ASSERT_EQ(sweeps.size(), 1u);
+  double listed = sweeps[0]["cost_usd"].get<double>();
+  double every_attempt = 0;
+  for (const auto& job : nlohmann::json::parse(home.run({"ps", "-a", "--format", "json"}).out))
+    every_attempt += job["cost_usd"].get<double>();
+  EXPECT_LE(every_attempt, 0.01) << "the budget was overrun across the resume";
+  EXPECT_NEAR(listed, every_attempt, 1e-9) << "`sweeps` must show what every attempt cost";
+  EXPECT_GT(every_attempt, 0.008);  // the resumed cell ran up to what was left
+  std::printf("[ measured ] sweep spent $%.5f of $0.01 (sweeps says $%.5f)\n", every_attempt,
+              listed);
+}
+
+}  // namespace
+}  // namespace nodus::testing
