@@ -7,6 +7,7 @@
 
 #include "billing/catalog.h"
 #include "core/error.h"
+#include "engine/deadlines.h"
 
 namespace nodus::backend::slurm {
 
@@ -61,6 +62,15 @@ JobState final_state_of(const SlurmJob& slurm, const JobRecord& job) {
                      ? billing::cap_seconds(*job.max_cost, job.gpu_count, job.rate_per_gpu_hour)
                      : INFINITY;
     return cap < timeout ? JobState::kCostCap : JobState::kTimeout;
+  }
+  // The node's enforcer (job_script.h) ended it: timeout(1)'s 124 after its TERM, or its KILL,
+  // at or after the plan's TERM (Slurm's times are whole seconds).
+  if (auto plan = engine::plan_stop(job)) {
+    WaitStatus w = decode_wait_status(slurm.exit_code);
+    bool enforced = w.exit_code == 124 || w.signal == SIGKILL;
+    if (enforced && slurm.start_time > 0 &&
+        slurm.end_time - slurm.start_time >= plan->term_after.count() - 1)
+      return plan->reason;
   }
   return JobState::kFailed;
 }
