@@ -17,6 +17,12 @@ using namespace testing;
 using Clock = std::chrono::steady_clock;
 using std::chrono::milliseconds;
 
+// The settings every Rig uses (one store tag for the whole test run).
+const SlurmSettings& settings() {
+  static const SlurmSettings s = settings_for("http://127.0.0.1:6820", "tok-123456789", "alice");
+  return s;
+}
+
 // A fixture's job records renamed (and renumbered) as the job under test.
 std::string as_job(const std::string& file, const JobRecord& job, int64_t id) {
   auto j = nlohmann::json::parse(fixture(file));
@@ -29,12 +35,6 @@ std::string as_job(const std::string& file, const JobRecord& job, int64_t id) {
 
 std::string jobs_list(const JobRecord& job, int64_t id) {
   return as_job("job_running.json", job, id);
-}
-
-// The settings every Rig uses (one store tag for the whole test run).
-const SlurmSettings& settings() {
-  static const SlurmSettings s = settings_for("http://127.0.0.1:6820", "tok-123456789", "alice");
-  return s;
 }
 
 JobRecord test_job() {
