@@ -88,7 +88,9 @@ std::string job_script(const JobRecord& job, const std::string& workdir,
                        const std::string& output) {
   std::string s = "#!/bin/bash\n# nodus job " + std::to_string(job.id) + "\n";
   // Slurm creates the output with its daemon's umask (0644); the job's output is its user's.
-  s += "umask 077\nchmod 600 -- " + shell_quote(output) + " 2>/dev/null\n";
+  // Only a regular file: never a device or a link someone put in its place.
+  s += "umask 077\n[[ -f " + shell_quote(output) + " && ! -L " + shell_quote(output) +
+       " ]] && chmod 600 -- " + shell_quote(output) + "\n";
   s += "cd -- " + shell_quote(workdir) +
        " || { echo \"nodus: cannot enter the working directory \"" + shell_quote(workdir) +
        " >&2; exit 126; }\n";
