@@ -43,8 +43,11 @@ struct StopCommand {
       // Nobody watches this cluster job: cancel it there and record it.
       auto backend = backend::make_backend(job.backend);
       value_or_throw(backend->kill(job));
+      // Bill it from the cluster's own start and end times (kill returned once it ended).
+      auto refreshed = backend->refresh(job);
+      if (!refreshed || !job.ended_at) job.ended_at = unix_now();
       job.state = JobState::kStopped;
-      job.ended_at = unix_now();
+      job.exit_code = 128 + SIGTERM;
       store.update_job(job);
     } else {
       reconcile(store);

@@ -11,7 +11,8 @@ namespace {
 std::optional<StopPlan> cap_plan(double cap, const JobRecord& job, JobState reason) {
   double t_cap = billing::cap_seconds(cap, job.gpu_count, job.rate_per_gpu_hour);
   if (!std::isfinite(t_cap)) return std::nullopt;
-  Seconds kill = std::max(Seconds(0), Seconds(t_cap) - kKillMargin);
+  Seconds margin = kKillMargin + (job.backend == "slurm" ? kSlurmEndLag : Seconds(0));
+  Seconds kill = std::clamp(Seconds(t_cap) - margin, Seconds(0), kFarthestDeadline);
   Seconds term = std::max(Seconds(0), kill - Seconds(job.grace_ms / 1000.0));
   return StopPlan{reason, term, kill};
 }
@@ -24,13 +25,23 @@ std::optional<StopPlan> plan_stop(const JobRecord& job, std::optional<double> bu
     if (p && (!best || p->kill_after < best->kill_after)) best = p;
   };
   if (job.timeout_ms) {
-    Seconds term = std::chrono::milliseconds(*job.timeout_ms);
+    Seconds term = std::min<Seconds>(std::chrono::milliseconds(*job.timeout_ms), kFarthestDeadline);
     consider(StopPlan{JobState::kTimeout, term, term + std::chrono::milliseconds(job.grace_ms)});
   }
   if (job.max_cost) consider(cap_plan(*job.max_cost, job, JobState::kCostCap));
   if (budget_cap && (!job.max_cost || *budget_cap < *job.max_cost))
     consider(cap_plan(*budget_cap, job, JobState::kBudget));
   return best;
+}
+
+std::optional<double> budget_cap_of(const JobRecord& job) {
+  auto it = job.options.find("budget_cap");
+  if (it == job.options.end() || !it->is_number()) return std::nullopt;
+  return it->get<double>();
+}
+
+std::optional<StopPlan> plan_stop(const JobRecord& job) {
+  return plan_stop(job, budget_cap_of(job));
 }
 
 }  // namespace nodus::engine

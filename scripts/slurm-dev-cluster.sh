@@ -16,7 +16,8 @@
 # (default /tmp/nodus-slurm); `stop` only stops processes whose pid files are there.
 #
 # Environment: NODUS_SLURM_DEV_DIR, NODUS_SLURM_DEV_PORT (slurmctld port, slurmd uses +1;
-# default 6817), NODUS_SLURM_DEV_REST_PORT (JWT endpoint, default 6820).
+# default 6817), NODUS_SLURM_DEV_REST_PORT (JWT endpoint, default 6820), NODUS_SLURM_DEV_PROCTRACK
+# (cgroup, the default when a writable cgroup v1 freezer is mounted, or linuxproc).
 set -euo pipefail
 
 DIR=${NODUS_SLURM_DEV_DIR:-/tmp/nodus-slurm}
@@ -109,7 +110,17 @@ make_fake_gpus() {
 # slurm.conf for one node named localhost. CPUs are overstated (config_overrides) so that a
 # 2-core CI machine runs several test jobs at once; sockets and threads follow `slurmd -C`.
 write_config() {
-  local topo sockets threads mem cpus=8 cores
+  local topo sockets threads mem cpus=8 cores proctrack=proctrack/linuxproc task=task/none
+  # proctrack/cgroup puts each job in its own cgroup and kills everything in it when the job
+  # ends (double-forked and setsid daemons too, which linuxproc loses once they are reparented).
+  # Slurm 22.05 does that through cgroup v1 (freezer); its cgroup/v2 plugin wants the unified
+  # hierarchy itself at /sys/fs/cgroup (and systemd for its scope), which a hybrid host such as
+  # this container's does not offer. Without a writable v1 freezer: linuxproc, and the nodus
+  # job script's enforcer (a process group) is the net.
+  if [[ ${NODUS_SLURM_DEV_PROCTRACK:-cgroup} == cgroup ]] &&
+    grep -q '^cgroup /sys/fs/cgroup/freezer cgroup rw' /proc/mounts; then
+    proctrack=proctrack/cgroup task=task/cgroup
+  fi
   topo=$(slurmd -C | head -1)
   sockets=$(sed -n 's/.*SocketsPerBoard=\([0-9]*\).*/\1/p' <<<"$topo")
   threads=$(sed -n 's/.*ThreadsPerCore=\([0-9]*\).*/\1/p' <<<"$topo")
@@ -135,8 +146,8 @@ SlurmctldPidFile=$DIR/run/slurmctld.pid
 SlurmdPidFile=$DIR/run/slurmd.pid
 SlurmctldLogFile=$DIR/log/slurmctld.log
 SlurmdLogFile=$DIR/log/slurmd.log
-ProctrackType=proctrack/linuxproc
-TaskPlugin=task/none
+ProctrackType=$proctrack
+TaskPlugin=$task
 MpiDefault=none
 MailProg=/bin/true
 ReturnToService=2
@@ -160,11 +171,19 @@ AutoDetect=off
 NodeName=localhost Name=gpu Type=h100 File=$DIR/fakegpu/nvidia[0-3]
 NodeName=localhost Name=gpu Type=l4 File=$DIR/fakegpu/nvidia[4-5]
 EOF
+  # Containment only: no core, memory or device limits (the fake GPUs are /dev/null clones).
+  cat >"$DIR/etc/cgroup.conf.new" <<EOF
+CgroupPlugin=cgroup/v1
+CgroupAutomount=no
+ConstrainCores=no
+ConstrainRAMSpace=no
+ConstrainDevices=no
+EOF
   local changed=0 f
-  for f in "$CONF" "$DIR/etc/gres.conf"; do
+  for f in "$CONF" "$DIR/etc/gres.conf" "$DIR/etc/cgroup.conf"; do
     if cmp -s "$f.new" "$f"; then rm "$f.new"; else mv "$f.new" "$f"; changed=1; fi
   done
-  chmod 0644 "$CONF" "$DIR/etc/gres.conf"
+  chmod 0644 "$CONF" "$DIR/etc/gres.conf" "$DIR/etc/cgroup.conf"
   return $((1 - changed))  # 0 = changed
 }
 

@@ -2,20 +2,23 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 
-#include "billing/catalog.h"
+#include "engine/deadlines.h"
 
 namespace nodus::backend::slurm {
 
-std::string slurm_job_name(const JobRecord& job) {
+std::string slurm_job_name(const JobRecord& job, const SlurmSettings& settings) {
   auto created_ms = static_cast<int64_t>(std::llround(job.created_at * 1000));
-  return "nodus-" + std::to_string(job.id) + "-" + std::to_string(created_ms);
+  std::string tag = settings.store_tag.empty() ? "" : settings.store_tag + "-";
+  return "nodus-" + tag + std::to_string(job.id) + "-" + std::to_string(created_ms);
 }
 
 std::string output_path(const SlurmSettings& settings, const JobRecord& job) {
-  return settings.workdir + "/" + slurm_job_name(job) + ".out";
+  return settings.workdir + "/" + slurm_job_name(job, settings) + ".out";
 }
 
 std::string shell_quote(std::string_view text) {
@@ -35,18 +38,70 @@ std::string exec_line(const std::vector<std::string>& argv) {
   return line;
 }
 
-std::string job_script(const JobRecord& job) {
-  return "#!/bin/bash\n# nodus job " + std::to_string(job.id) + "\n" + exec_line(job.argv) + "\n";
+namespace {
+
+int64_t millis(engine::Seconds s) { return static_cast<int64_t>(std::floor(s.count() * 1000)); }
+
+// "12.345" for 12345 ms: timeout(1) takes fractional seconds.
+std::string seconds_text(int64_t ms) {
+  char out[32];
+  std::snprintf(out, sizeof out, "%lld.%03lld", static_cast<long long>(ms / 1000),
+                static_cast<long long>(ms % 1000));
+  return out;
+}
+
+// The enforcer: `timeout` runs argv in its own process group and signals that whole group.
+// Its origin is Slurm's start time of the job (whole seconds, what billing counts from), asked
+// of squeue; the script's own start (which can only be later) when squeue cannot answer.
+std::string enforcer(const engine::StopPlan& plan, const std::vector<std::string>& argv) {
+  int64_t term_ms = millis(plan.term_after);
+  int64_t kill_ms = millis(plan.kill_after);
+  std::string s = "# The node's own stop, the plan nodus follows too: TERM " +
+                  std::to_string(term_ms) + " ms and KILL " + std::to_string(kill_ms) +
+                  " ms after Slurm started the job, even when nodus is gone.\n";
+  s += R"(nodus_start=
+[[ -n $SLURM_JOB_ID ]] && nodus_start=$(squeue -h -j "$SLURM_JOB_ID" -o %S 2>/dev/null)
+if [[ $nodus_start == [0-9][0-9][0-9][0-9]-* ]]; then
+  nodus_start=$(date -d "$nodus_start" +%s 2>/dev/null) || nodus_start=$(date +%s)
+else
+  nodus_start=$(date +%s)
+fi
+)";
+  s += "nodus_left=$((nodus_start * 1000 + " + std::to_string(term_ms) + " - $(date +%s%3N)))\n";
+  s += R"(((nodus_left > 0)) || nodus_left=1
+nodus_left=$(printf '%d.%03d' $((nodus_left / 1000)) $((nodus_left % 1000)))
+)";
+  int64_t after = kill_ms - term_ms;
+  std::string line = "exec timeout ";
+  if (after < 1)
+    line += "-s KILL";  // no grace: the deadline is the kill
+  else
+    line += "-s TERM -k " + seconds_text(after);
+  line += " \"$nodus_left\"";
+  for (const auto& arg : argv) line += " " + shell_quote(arg);
+  return s + line + "\n";
+}
+
+}  // namespace
+
+std::string job_script(const JobRecord& job, const std::string& workdir,
+                       const std::string& output) {
+  std::string s = "#!/bin/bash\n# nodus job " + std::to_string(job.id) + "\n";
+  // Slurm creates the output with its daemon's umask (0644); the job's output is its user's.
+  // Only a regular file: never a device or a link someone put in its place.
+  s += "umask 077\n[[ -f " + shell_quote(output) + " && ! -L " + shell_quote(output) +
+       " ]] && chmod 600 -- " + shell_quote(output) + "\n";
+  s += "cd -- " + shell_quote(workdir) +
+       " || { echo \"nodus: cannot enter the working directory \"" + shell_quote(workdir) +
+       " >&2; exit 126; }\n";
+  if (auto plan = engine::plan_stop(job)) return s + enforcer(*plan, job.argv);
+  return s + exec_line(job.argv) + "\n";
 }
 
 std::optional<int> time_limit_minutes(const JobRecord& job) {
-  double seconds = INFINITY;
-  if (job.timeout_ms) seconds = static_cast<double>(*job.timeout_ms) / 1000.0;
-  if (job.max_cost && job.gpu_count > 0)
-    seconds = std::min(seconds,
-                       billing::cap_seconds(*job.max_cost, job.gpu_count, job.rate_per_gpu_hour));
-  if (!std::isfinite(seconds)) return std::nullopt;
-  return std::max(1, static_cast<int>(std::ceil(seconds / 60.0)));
+  auto plan = engine::plan_stop(job);
+  if (!plan) return std::nullopt;
+  return std::max(1, static_cast<int>(std::ceil(plan->kill_after.count() / 60.0)));
 }
 
 std::map<std::string, std::string> job_environment(const LaunchSpec& spec,
@@ -72,8 +127,7 @@ Result<SubmitRequest> build_submit(const JobRecord& job, const LaunchSpec& spec,
                                    const SlurmSettings& settings) {
   if (job.argv.empty()) return Error::permanent("nothing to run: the job's command is empty");
   SubmitRequest r;
-  r.script = job_script(job);
-  r.name = slurm_job_name(job);
+  r.name = slurm_job_name(job, settings);
   r.time_limit_minutes = time_limit_minutes(job);
   r.working_dir = job.workdir;
   if (r.working_dir.empty()) {
@@ -83,6 +137,7 @@ Result<SubmitRequest> build_submit(const JobRecord& job, const LaunchSpec& spec,
     r.working_dir = getcwd(cwd, sizeof cwd) != nullptr ? cwd : settings.workdir;
   }
   r.output_path = output_path(settings, job);
+  r.script = job_script(job, r.working_dir, r.output_path);
   r.env = job_environment(spec, settings);
   r.gres = gres_request(job.gpu_type, job.gpu_count, settings);
   r.container = job.image;

@@ -17,9 +17,10 @@
 
 namespace nodus::backend::slurm {
 
-// "nodus-<id>-<created_at in ms>": unique across nodus stores sharing a cluster, and derivable
-// from the store row alone (reconcile after a crash between insert and submit).
-std::string slurm_job_name(const JobRecord& job);
+// "nodus-<store tag>-<id>-<created_at in ms>": unique across nodus stores sharing a cluster (the
+// tag is random per store; ids alone repeat in every store), and derivable from the store row
+// and the store's tag alone (reconcile after a crash between insert and submit).
+std::string slurm_job_name(const JobRecord& job, const SlurmSettings& settings);
 // Where the job's stdout and stderr go: <workdir>/<name>.out.
 std::string output_path(const SlurmSettings& settings, const JobRecord& job);
 
@@ -28,11 +29,26 @@ std::string shell_quote(std::string_view text);
 // "exec 'arg0' 'arg1' ...": argv runs as the batch script's own process, so Slurm's exit code
 // and signals are the program's; values stay data.
 std::string exec_line(const std::vector<std::string>& argv);
-std::string job_script(const JobRecord& job);
 
-// Slurm's time limit, the safety net that holds when nodus is gone: min(timeout, the moment the
-// cost reaches --max-cost), in whole minutes rounded up; nullopt when the job has neither.
+// The batch script: makes its output private (0600), enters `workdir` (exit 126 with a line
+// saying so when it cannot: Slurm itself would run the job in /tmp), then runs argv.
+// When the job has a stop plan (engine/deadlines.h: --timeout, --max-cost, its sweep's budget
+// share) argv runs under the node's own enforcer, coreutils `timeout` in its own process group:
+// TERM at the plan's term_after and KILL at kill_after, both counted from Slurm's start time of
+// the job (when billing starts), whatever happens to nodus, slurmrestd or the network. Exit
+// codes and signals stay the program's, except 124 (TERM at the deadline ended it) or death by
+// SIGKILL (the deadline's KILL).
+std::string job_script(const JobRecord& job, const std::string& workdir, const std::string& output);
+
+// Slurm's time limit, the last net behind the node's enforcer: the plan's kill_after in whole
+// minutes rounded up (never 0, which Slurm reads as "no limit"); nullopt only for a job that
+// nothing bounds: no timeout, no cost cap, no budget share.
 std::optional<int> time_limit_minutes(const JobRecord& job);
+
+// The warning for a job that nothing bounds, shown at submit.
+inline constexpr std::string_view kUnboundedWarning =
+    "this job has no --timeout, --max-cost or budget: on Slurm this job outlives nodus, as sbatch "
+    "jobs do (only `nodus stop` or scancel ends it)";
 
 // The job's complete environment: PATH (Slurm does not inherit it) and the launch env. The
 // token is never part of it.

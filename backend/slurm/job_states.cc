@@ -7,6 +7,7 @@
 
 #include "billing/catalog.h"
 #include "core/error.h"
+#include "engine/deadlines.h"
 
 namespace nodus::backend::slurm {
 
@@ -54,7 +55,6 @@ Outcome outcome_of(const SlurmJob& job) {
 JobState final_state_of(const SlurmJob& slurm, const JobRecord& job) {
   const std::string& s = slurm.state;
   if (s == "COMPLETED") return JobState::kCompleted;
-  if (s == "CANCELLED") return JobState::kStopped;
   if (s == "TIMEOUT") {
     double timeout = job.timeout_ms ? *job.timeout_ms / 1000.0 : INFINITY;
     double cap = job.max_cost && job.gpu_count > 0
@@ -62,6 +62,17 @@ JobState final_state_of(const SlurmJob& slurm, const JobRecord& job) {
                      : INFINITY;
     return cap < timeout ? JobState::kCostCap : JobState::kTimeout;
   }
+  // Stopped by its plan (engine/deadlines.h) at or after the plan's TERM (Slurm's times are whole
+  // seconds): the node's enforcer (timeout(1)'s 124 after its TERM, or its KILL), or the
+  // supervisor's TERM through the signal API, which Slurm records as CANCELLED.
+  if (auto plan = engine::plan_stop(job)) {
+    WaitStatus w = decode_wait_status(slurm.exit_code);
+    bool by_plan = s == "CANCELLED" || w.exit_code == 124 || w.signal == SIGKILL;
+    if (by_plan && slurm.start_time > 0 &&
+        slurm.end_time - slurm.start_time >= plan->term_after.count() - 1)
+      return plan->reason;
+  }
+  if (s == "CANCELLED") return JobState::kStopped;
   return JobState::kFailed;
 }
 

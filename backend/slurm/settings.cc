@@ -1,9 +1,16 @@
 #include "backend/slurm/settings.h"
 
+#include <fcntl.h>
 #include <pwd.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <cerrno>
+#include <cstdio>
 #include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <random>
 
 #include "core/config.h"
 #include "core/http.h"
@@ -24,7 +31,44 @@ std::string trim(std::string_view s) {
   return a == std::string_view::npos ? "" : std::string(s.substr(a, b - a + 1));
 }
 
+bool is_tag(const std::string& s) {
+  return s.size() == 8 && s.find_first_not_of("0123456789abcdef") == std::string::npos;
+}
+
 }  // namespace
+
+std::string random_tag() {
+  std::random_device device;  // /dev/urandom on Linux
+  char out[9];
+  std::snprintf(out, sizeof out, "%08x", static_cast<unsigned>(device()));
+  return out;
+}
+
+Result<std::string> store_tag_in(const std::string& home) {
+  const std::string path = home + "/slurm-store-tag";
+  auto stored = [&path] {
+    std::string tag;
+    std::ifstream in(path);
+    in >> tag;
+    return tag;
+  };
+  if (std::string tag = stored(); is_tag(tag)) return tag;
+  mkdir(home.c_str(), 0700);  // nodus creates it with the store; first use may come first
+  // Write a candidate aside and link it into place: of two first uses, one wins and both read it.
+  std::string tag = random_tag();
+  std::string tmp = path + "." + std::to_string(getpid()) + ".tmp";
+  int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  if (fd < 0)
+    return Error::permanent("cannot create " + tmp + " (nodus names its Slurm jobs with a tag " +
+                            "kept in NODUS_HOME): " + std::strerror(errno));
+  std::string line = tag + "\n";
+  bool written = write(fd, line.data(), line.size()) == static_cast<ssize_t>(line.size());
+  close(fd);
+  if (written) link(tmp.c_str(), path.c_str());
+  unlink(tmp.c_str());
+  if (std::string winner = stored(); is_tag(winner)) return winner;
+  return Error::permanent("cannot read back " + path + ": it should hold 8 hex digits");
+}
 
 std::string SlurmSettings::describe() const {
   if (!unix_socket.empty()) return "slurmrestd at unix socket " + unix_socket;
@@ -94,13 +138,20 @@ Result<SlurmSettings> make_settings(std::string_view url, std::string jwt, std::
     return Error::permanent("NODUS_SLURM_WORKDIR: invalid value '" + s.workdir +
                             "': expected an absolute path");
   s.partition = std::move(partition);
+  static const std::string process_tag = random_tag();  // settings_from_config: the store's
+  s.store_tag = process_tag;
   return s;
 }
 
 Result<SlurmSettings> settings_from_config() {
-  return make_settings(config_get("slurm_url"), config_get("slurm_jwt"), config_get("slurm_user"),
-                       config_get("slurm_api"), config_get("slurm_gres_map"),
-                       config_get("slurm_workdir"), config_get("slurm_partition"));
+  auto s = make_settings(config_get("slurm_url"), config_get("slurm_jwt"), config_get("slurm_user"),
+                         config_get("slurm_api"), config_get("slurm_gres_map"),
+                         config_get("slurm_workdir"), config_get("slurm_partition"));
+  if (!s) return s;
+  auto tag = store_tag_in(nodus_home());
+  if (!tag) return tag.error();
+  s->store_tag = *tag;
+  return s;
 }
 
 }  // namespace nodus::backend::slurm

@@ -22,6 +22,9 @@ struct SlurmSettings {
   std::map<std::string, std::string> gres_map;  // upper-case catalog type -> GRES type
   std::string workdir = "/tmp/nodus-slurm-jobs";
   std::string partition;
+  // Random hex naming this nodus store (NODUS_HOME) in Slurm job names, so that stores sharing a
+  // cluster never produce the same name (each store numbers its jobs from 1).
+  std::string store_tag;
 
   bool uses_jwt() const { return unix_socket.empty(); }
   // The endpoint for messages: the socket path or the redacted URL. Never the token.
@@ -34,12 +37,19 @@ struct SlurmSettings {
 // Parses "H100-SXM=h100,L4=l4". Errors name the bad entry.
 Result<std::map<std::string, std::string>> parse_gres_map(std::string_view text);
 
-// Builds settings from explicit values (tests) ...
+// 8 random hex digits from the kernel's generator.
+std::string random_tag();
+// The tag of the store in `home`: read from home/slurm-store-tag, created there (0600, atomically)
+// on first use. Errors: the folder cannot hold the file.
+Result<std::string> store_tag_in(const std::string& home);
+
+// Builds settings from explicit values (tests; store_tag is random, one per process) ...
 Result<SlurmSettings> make_settings(std::string_view url, std::string jwt, std::string user,
                                     std::string api, std::string_view gres_map, std::string workdir,
                                     std::string partition);
-// ... or from the environment. The user defaults to the login name over http(s); over a unix
-// socket no user is sent unless configured (rest_auth/local trusts the peer's uid instead).
+// ... or from the environment, with the tag of the store in NODUS_HOME. The user defaults to the
+// login name over http(s); over a unix socket no user is sent unless configured (rest_auth/local
+// trusts the peer's uid instead).
 Result<SlurmSettings> settings_from_config();
 
 }  // namespace nodus::backend::slurm

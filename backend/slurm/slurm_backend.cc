@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cstdio>
 #include <map>
 #include <thread>
 
@@ -91,6 +92,9 @@ class SlurmBackend final : public Backend {
     std::optional<Clock::time_point> failing_since;
     std::string last_error;
     std::optional<SlurmJob> final_record;  // seen, not yet reported (kStarted went first)
+    bool outage_reported = false;          // the current outage was reported once already
+    std::optional<Clock::time_point> check_duplicates_until;  // after a submit answer was lost
+    Clock::time_point next_duplicate_check{};
   };
 
   Result<RestClient*> client();
@@ -100,6 +104,13 @@ class SlurmBackend final : public Backend {
   Result<std::optional<int64_t>> slurm_id(RestClient& rest, JobRecord& job);
   Result<std::optional<SlurmJob>> find_by_name(RestClient& rest, const std::string& name,
                                                bool retry = true);
+  // find_by_name, asked again with backoff while slurmrestd does not answer (up to lost_after).
+  Result<std::optional<SlurmJob>> find_by_name_patiently(RestClient& rest, const std::string& name);
+  // Cancels every live job named `name` but `keep` (a POST slurmrestd processed late).
+  void cancel_duplicates(RestClient& rest, const std::string& name, int64_t keep);
+  // Until Slurm reports the job ended: SIGKILL through the signal API and DELETE, asked again
+  // with backoff through slurmrestd outages, up to lost_after.
+  Result<void> cancel_until_gone(RestClient& rest, JobRecord& job, int64_t id);
   Event exited(JobRecord& job, Watch& watch);
 
   std::unique_ptr<RestClient> client_;
@@ -142,12 +153,45 @@ Result<std::optional<int64_t>> SlurmBackend::slurm_id(RestClient& rest, JobRecor
                               "'");
     return std::optional<int64_t>(id);
   }
-  auto found = find_by_name(rest, slurm_job_name(job));
+  auto found = find_by_name(rest, slurm_job_name(job, rest.settings()));
   if (!found) return found.error();
   if (!*found) return std::optional<int64_t>();
   job.backend_id = std::to_string((*found)->job_id);
   if (job.log_path.empty()) job.log_path = output_path(rest.settings(), job);
   return std::optional<int64_t>((*found)->job_id);
+}
+
+Result<std::optional<SlurmJob>> SlurmBackend::find_by_name_patiently(RestClient& rest,
+                                                                     const std::string& name) {
+  auto delay = timing_.submit_backoff;
+  auto give_up = Clock::now() + timing_.lost_after;
+  bool told = false;
+  for (;;) {
+    auto found = find_by_name(rest, name, /*retry=*/false);
+    if (found || !found.error().retryable() || Clock::now() >= give_up) {
+      if (told && found) std::fprintf(stderr, "nodus: slurmrestd answers again\n");
+      return found;
+    }
+    if (!told)  // one line per state change, not per attempt
+      std::fprintf(stderr,
+                   "nodus: cannot tell yet whether Slurm took the job (%s); asking again with "
+                   "backoff before any new submit\n",
+                   found.error().message.c_str());
+    told = true;
+    std::this_thread::sleep_for(delay);
+    delay = std::min(delay * 2, timing_.max_backoff);
+  }
+}
+
+void SlurmBackend::cancel_duplicates(RestClient& rest, const std::string& name, int64_t keep) {
+  auto all = rest.jobs(/*retry=*/false);
+  if (!all) return;  // asked again at the next poll while the window lasts
+  for (const auto& j : *all)
+    if (j.name == name && j.job_id != keep && phase_of(j.state) != Phase::kFinal) {
+      std::fprintf(stderr, "nodus: cancelling Slurm job %lld, a second copy of %s\n",
+                   static_cast<long long>(j.job_id), name.c_str());
+      rest.cancel(std::to_string(j.job_id));
+    }
 }
 
 Result<void> SlurmBackend::submit(JobRecord& job, const LaunchSpec& spec) {
@@ -156,8 +200,14 @@ Result<void> SlurmBackend::submit(JobRecord& job, const LaunchSpec& spec) {
   auto request = build_submit(job, spec, (*rest)->settings());
   if (!request) return request.error();
   ensure_workdir((*rest)->settings().workdir);
+  if (!request->time_limit_minutes)
+    std::fprintf(stderr, "nodus: warning: %s\n", std::string(kUnboundedWarning).c_str());
 
+  // Exactly once: a POST whose answer was lost (timeout, slurmrestd stopped) may still have
+  // created the job, so nothing is sent again before Slurm has answered that it has no job by
+  // this name; a copy that a late-processed POST creates anyway is cancelled when seen.
   std::optional<int64_t> id;
+  bool answer_lost = false;
   auto delay = timing_.submit_backoff;
   for (int attempt = 1; !id; ++attempt) {
     auto submitted = (*rest)->submit(*request);
@@ -165,13 +215,26 @@ Result<void> SlurmBackend::submit(JobRecord& job, const LaunchSpec& spec) {
       id = *submitted;
       break;
     }
-    if (!submitted.error().retryable() || attempt >= timing_.submit_attempts)
+    if (!submitted.error().retryable())
       return Error::permanent("cannot submit the job to Slurm: " + submitted.error().message);
-    // The answer may have been lost after slurmctld took the job: look before sending again.
-    if (auto found = find_by_name(**rest, request->name, /*retry=*/false); found && *found) {
+    answer_lost = true;
+    auto found = find_by_name_patiently(**rest, request->name);
+    if (found && !*found) {
+      // slurmrestd may still be working through the lost POST (it answers requests from a
+      // thread pool): "no such job" must hold twice, a backoff apart, before a resend.
+      std::this_thread::sleep_for(delay);
+      found = find_by_name_patiently(**rest, request->name);
+    }
+    if (found && *found) {
       id = (*found)->job_id;
       break;
     }
+    if (!found)
+      return Error::permanent("cannot submit the job to Slurm, and cannot tell whether it took " +
+                              request->name +
+                              " (an earlier attempt may still run it): " + found.error().message);
+    if (attempt >= timing_.submit_attempts)
+      return Error::permanent("cannot submit the job to Slurm: " + submitted.error().message);
     std::this_thread::sleep_for(delay);
     delay *= 2;
   }
@@ -180,6 +243,10 @@ Result<void> SlurmBackend::submit(JobRecord& job, const LaunchSpec& spec) {
   Watch& w = watches_[job.id];
   w = Watch{};
   w.output = std::make_unique<OutputFollower>(job.log_path, spec.attach, spec.on_line);
+  if (answer_lost) {
+    cancel_duplicates(**rest, request->name, *id);
+    w.check_duplicates_until = Clock::now() + timing_.duplicate_window;
+  }
   return {};
 }
 
@@ -199,20 +266,27 @@ Result<Event> SlurmBackend::wait(JobRecord& job, SteadyTime deadline, int wake_f
   auto id = slurm_id(**rest, job);
   if (!id) return id.error();
   if (!*id)
-    return Error::permanent("Slurm has no job named " + slurm_job_name(job) + " (job " +
-                            std::to_string(job.id) + " was never submitted)");
+    return Error::permanent("Slurm has no job named " + slurm_job_name(job, (*rest)->settings()) +
+                            " (job " + std::to_string(job.id) + " was never submitted)");
   Watch& w = watch_for(job);
   if (w.final_record) return exited(job, w);
   if (readable_before(wake_fd, Clock::now())) return event_of(Event::Kind::kWoken);
 
-  const std::string expected_name = slurm_job_name(job);
+  const std::string expected_name = slurm_job_name(job, (*rest)->settings());
   for (;;) {
     auto now = Clock::now();
     if (now >= w.next_poll) {
       auto records = (*rest)->job(**id, /*retry=*/false);
       if (records) {
+        if (w.outage_reported) std::fprintf(stderr, "nodus: slurmrestd answers again\n");
         w.failing_since.reset();
+        w.outage_reported = false;
         w.interval = timing_.poll;
+        if (w.check_duplicates_until && now < *w.check_duplicates_until &&
+            now >= w.next_duplicate_check) {
+          cancel_duplicates(**rest, expected_name, **id);
+          w.next_duplicate_check = now + std::chrono::seconds(2);
+        }
         const SlurmJob* r = record_of(*records, **id);
         if (r == nullptr)
           return Error::permanent("Slurm no longer knows job " + std::to_string(**id) +
@@ -246,8 +320,12 @@ Result<Event> SlurmBackend::wait(JobRecord& job, SteadyTime deadline, int wake_f
     w.output->poll();
     now = Clock::now();
     if (now >= deadline) {
-      if (w.failing_since && now - *w.failing_since >= timing_.quiet_failures)
-        return Error::retryable(w.last_error);
+      // Once per outage: the caller prints it, and must not be handed it again at every call.
+      if (w.failing_since && !w.outage_reported &&
+          now - *w.failing_since >= timing_.quiet_failures) {
+        w.outage_reported = true;
+        return Error::retryable(w.last_error + " (still trying, with backoff)");
+      }
       return event_of(Event::Kind::kDeadline);
     }
     auto until = std::min({w.next_poll, deadline, now + timing_.output_tick});
@@ -279,12 +357,55 @@ Result<void> SlurmBackend::kill(JobRecord& job) {
   auto id = slurm_id(**rest, job);
   if (!id) return id.error();
   if (!*id) return {};
-  auto cancelled = (*rest)->cancel(job.backend_id);
-  if (!cancelled)
-    return Error{cancelled.error().kind,
-                 "cannot cancel Slurm job " + job.backend_id + ": " + cancelled.error().message,
-                 125};
-  return {};
+  return cancel_until_gone(**rest, job, **id);
+}
+
+Result<void> SlurmBackend::cancel_until_gone(RestClient& rest, JobRecord& job, int64_t id) {
+  const auto give_up = Clock::now() + timing_.lost_after;
+  auto delay = timing_.cancel_backoff;
+  bool cancelled = false, killed = false, told = false;
+  std::string last_error;
+  for (;;) {
+    // Done when Slurm says so: gone from its records, or ended.
+    auto records = rest.job(id, /*retry=*/false);
+    if (records) {
+      const SlurmJob* r = record_of(*records, id);
+      if (r == nullptr || phase_of(r->state) == Phase::kFinal) {
+        if (told) std::fprintf(stderr, "nodus: Slurm job %lld ended\n", static_cast<long long>(id));
+        return {};
+      }
+      // A kill is SIGKILL, as for local jobs: a plain cancel is SIGTERM, then slurmd's own
+      // SIGKILL no sooner than 5 s (KillWait, 30 s on many clusters) later, the GPUs held
+      // meanwhile. Marked only once Slurm accepted it.
+      if (!killed && phase_of(r->state) == Phase::kRunning) {
+        auto sent = rest.cancel(std::to_string(id), "KILL");
+        if (sent) killed = true;
+      }
+    } else {
+      last_error = records.error().message;
+    }
+    if (!cancelled) {
+      auto sent = rest.cancel(std::to_string(id));
+      if (sent)
+        cancelled = true;
+      else if (!sent.error().retryable())
+        return Error{sent.error().kind,
+                     "cannot cancel Slurm job " + job.backend_id + ": " + sent.error().message,
+                     125};
+      else
+        last_error = sent.error().message;
+    }
+    if (Clock::now() >= give_up)
+      return Error::retryable("cannot cancel Slurm job " + job.backend_id + ": " + last_error);
+    if (!last_error.empty() && !told) {  // one line per outage, not per attempt
+      std::fprintf(stderr, "nodus: cancel of Slurm job %lld not confirmed yet (%s); retrying\n",
+                   static_cast<long long>(id), last_error.c_str());
+      told = true;
+    }
+    last_error.clear();
+    std::this_thread::sleep_for(delay);
+    delay = std::min(delay * 2, timing_.max_backoff);
+  }
 }
 
 Result<bool> SlurmBackend::refresh(JobRecord& job) {
@@ -298,7 +419,7 @@ Result<bool> SlurmBackend::refresh(JobRecord& job) {
     // Nobody supervises it (refresh's contract) and Slurm has no job by its name: it was never
     // submitted, or it ended longer ago than Slurm remembers. Either way it will not move again.
     job.state = JobState::kLost;
-    job.note = "Slurm has no job named " + slurm_job_name(job) +
+    job.note = "Slurm has no job named " + slurm_job_name(job, (*rest)->settings()) +
                " (never submitted, or it ended more than MinJobAge ago)";
     if (!job.ended_at) job.ended_at = unix_now();
     return true;
@@ -306,7 +427,7 @@ Result<bool> SlurmBackend::refresh(JobRecord& job) {
   auto records = (*rest)->job(**id);
   if (!records) return records.error();
   const SlurmJob* r = record_of(*records, **id);
-  if (r == nullptr || (!r->name.empty() && r->name != slurm_job_name(job))) {
+  if (r == nullptr || (!r->name.empty() && r->name != slurm_job_name(job, (*rest)->settings()))) {
     job.state = JobState::kLost;
     job.note = "Slurm no longer knows job " + std::to_string(**id) +
                " (it ended more than MinJobAge ago, or the cluster was reset)";
@@ -328,7 +449,10 @@ Result<bool> SlurmBackend::refresh(JobRecord& job) {
       job.started_at = o.started_at;
       job.ended_at = o.ended_at;
       job.signal = o.signal;
-      job.exit_code = job.state == JobState::kCostCap ? exit_code::kCostCap : o.exit_code;
+      job.exit_code = job.state == JobState::kCostCap || job.state == JobState::kBudget
+                          ? exit_code::kCostCap
+                      : job.state == JobState::kTimeout ? exit_code::kTimeout
+                                                        : o.exit_code;
       job.cost = cost_between(job, o.started_at, o.ended_at);
       break;
     }

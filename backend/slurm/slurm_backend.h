@@ -25,6 +25,9 @@ struct WaitTiming {
   std::chrono::milliseconds lost_after{600'000};     // then give up on the job
   std::chrono::milliseconds submit_backoff{500};     // first delay between submit attempts
   int submit_attempts = 4;
+  std::chrono::milliseconds cancel_backoff{200};       // first delay between cancel checks
+  std::chrono::milliseconds duplicate_window{60'000};  // after a lost submit answer, look for
+                                                       // a late copy of the job this long
 };
 
 // A backend on a given client (tests use a fake HTTP client underneath).

@@ -17,11 +17,17 @@ using namespace testing;
 using Clock = std::chrono::steady_clock;
 using std::chrono::milliseconds;
 
+// The settings every Rig uses (one store tag for the whole test run).
+const SlurmSettings& settings() {
+  static const SlurmSettings s = settings_for("http://127.0.0.1:6820", "tok-123456789", "alice");
+  return s;
+}
+
 // A fixture's job records renamed (and renumbered) as the job under test.
 std::string as_job(const std::string& file, const JobRecord& job, int64_t id) {
   auto j = nlohmann::json::parse(fixture(file));
   for (auto& r : j["jobs"]) {
-    r["name"] = slurm_job_name(job);
+    r["name"] = slurm_job_name(job, settings());
     r["job_id"] = id;
   }
   return j.dump();
@@ -48,16 +54,14 @@ WaitTiming fast_timing() {
   t.quiet_failures = milliseconds(100);
   t.lost_after = milliseconds(400);
   t.submit_backoff = milliseconds(1);
+  t.cancel_backoff = milliseconds(5);
   return t;
 }
 
 struct Rig {
   std::shared_ptr<FakeHttp::State> http = std::make_shared<FakeHttp::State>();
   std::unique_ptr<Backend> backend;
-  Rig() {
-    auto settings = settings_for("http://127.0.0.1:6820", "tok-123456789", "alice");
-    backend = make_slurm_backend(fake_client(http, settings), fast_timing());
-  }
+  Rig() { backend = make_slurm_backend(fake_client(http, settings()), fast_timing()); }
 };
 
 TEST(SlurmBackendSubmit, LostAnswerIsFoundByNameNotSubmittedTwice) {
@@ -70,7 +74,7 @@ TEST(SlurmBackendSubmit, LostAnswerIsFoundByNameNotSubmittedTwice) {
   ASSERT_TRUE(rig.backend->submit(job, LaunchSpec{}).ok());
   EXPECT_EQ(job.backend_id, "42");
   EXPECT_EQ(rig.http->count("POST", "/job/submit"), 1);
-  EXPECT_EQ(job.log_path, "/tmp/nodus-slurm-test-jobs/" + slurm_job_name(job) + ".out");
+  EXPECT_EQ(job.log_path, "/tmp/nodus-slurm-test-jobs/" + slurm_job_name(job, settings()) + ".out");
 }
 
 TEST(SlurmBackendSubmit, RetriesWhenTheLostSubmitCreatedNothing) {
@@ -85,7 +89,7 @@ TEST(SlurmBackendSubmit, RetriesWhenTheLostSubmitCreatedNothing) {
   ASSERT_TRUE(rig.backend->submit(job, LaunchSpec{}).ok());
   EXPECT_EQ(job.backend_id, "2");
   EXPECT_EQ(rig.http->count("POST", "/job/submit"), 2);
-  EXPECT_EQ(rig.http->count("GET", "/jobs"), 1);
+  EXPECT_EQ(rig.http->count("GET", "/jobs"), 3);  // twice before the resend, once for copies
 }
 
 TEST(SlurmBackendSubmit, RejectionIsOneLineWithSlurmsWords) {
@@ -204,27 +208,140 @@ TEST(SlurmBackendWait, OutageIsReportedAfterAWhileThenGivenUp) {
   auto reported = rig.backend->wait(job, Clock::now() + milliseconds(150), -1);
   ASSERT_FALSE(reported.ok());
   EXPECT_TRUE(reported.error().retryable());
+  // Reported once per outage: later calls wait out their deadline (no busy loop of errors).
   Result<Event> last = reported;
-  for (int i = 0; i < 20 && !last.ok() && last.error().retryable(); ++i)
+  int reports = 0;
+  auto t0 = Clock::now();
+  for (int i = 0; i < 40; ++i) {
     last = rig.backend->wait(job, Clock::now() + milliseconds(50), -1);
+    if (!last.ok() && !last.error().retryable()) break;
+    if (!last.ok()) ++reports;
+  }
+  EXPECT_EQ(reports, 0);
+  EXPECT_GE(Clock::now() - t0, milliseconds(150));  // the calls waited, they did not spin
+  int gets = rig.http->count("GET", "/job/4");
+  EXPECT_LT(gets, 30);  // backoff: at most one GET per max_backoff (40 ms) over ~400 ms
   ASSERT_FALSE(last.ok());
   EXPECT_FALSE(last.error().retryable());
   EXPECT_NE(last.error().message.find("lost track of Slurm job 4"), std::string::npos);
+}
+
+// A fixture's record with another state.
+std::string with_state(const JobRecord& job, int64_t id, const std::string& state) {
+  auto j = nlohmann::json::parse(as_job("job_running.json", job, id));
+  for (auto& r : j["jobs"]) r["job_state"] = state;
+  return j.dump();
 }
 
 TEST(SlurmBackendStop, PoliteStopOfAQueuedJobCancelsIt) {
   Rig rig;
   JobRecord job = test_job();
   job.backend_id = "15";
-  rig.http->handler = [](const http::Request& r) -> Result<http::Response> {
+  bool cancelled = false;
+  rig.http->handler = [&](const http::Request& r) -> Result<http::Response> {
     if (r.url.find("signal=") != std::string::npos)
       return reply(500,
                    R"({"errors":[{"error_number":2020,"error":"Job can not be altered now"}]})");
+    if (r.method == "GET")
+      return reply(200, with_state(job, 15, cancelled ? "CANCELLED" : "PENDING"));
+    cancelled = true;
     return reply(200, fixture("delete_ok.json"));
   };
   ASSERT_TRUE(rig.backend->signal(job, SIGTERM).ok());
   EXPECT_EQ(rig.http->count("DELETE", "/job/15?signal=TERM"), 1);
   EXPECT_EQ(rig.http->count("DELETE", ""), 2);
+}
+
+TEST(SlurmBackendStop, KillIsRetriedThroughAnOutageUntilSlurmReportsTheEnd) {
+  Rig rig;
+  JobRecord job = test_job();
+  job.backend_id = "16";
+  int failures_left = 12;  // more than RestClient's own retries: the outage outlasts them
+  bool killed = false, cancelled = false;
+  rig.http->handler = [&](const http::Request& r) -> Result<http::Response> {
+    if (failures_left > 0) {
+      --failures_left;
+      return Error::retryable("cannot reach slurmrestd: Couldn't connect to server");
+    }
+    if (r.method == "GET")
+      return reply(200, with_state(job, 16, cancelled ? "CANCELLED" : "RUNNING"));
+    if (r.url.find("signal=KILL") != std::string::npos)
+      killed = true;
+    else
+      cancelled = true;
+    return reply(200, fixture("delete_ok.json"));
+  };
+  ASSERT_TRUE(rig.backend->kill(job).ok());
+  EXPECT_TRUE(killed);  // SIGKILL through the signal API, not only a cancel (TERM, KillWait)
+  EXPECT_TRUE(cancelled);
+  EXPECT_EQ(failures_left, 0);
+}
+
+TEST(SlurmBackendStop, KillThatSlurmNeverConfirmsIsAnErrorAfterLostAfter) {
+  Rig rig;
+  JobRecord job = test_job();
+  job.backend_id = "17";
+  rig.http->handler = [](const http::Request&) -> Result<http::Response> {
+    return Error::retryable("cannot reach slurmrestd: Couldn't connect to server");
+  };
+  auto t0 = Clock::now();
+  auto r = rig.backend->kill(job);
+  ASSERT_FALSE(r.ok());
+  EXPECT_GE(Clock::now() - t0, milliseconds(400));
+  EXPECT_NE(r.error().message.find("cannot cancel Slurm job 17"), std::string::npos);
+}
+
+TEST(SlurmBackendSubmit, NeverSubmitsAgainBeforeSlurmAnswersTheLookup) {
+  Rig rig;
+  JobRecord job = test_job();
+  int lookups_failing = 5;
+  std::vector<std::string> order;
+  rig.http->handler = [&](const http::Request& r) -> Result<http::Response> {
+    if (r.method == "POST") {
+      order.push_back("POST");
+      if (rig.http->count("POST", "") == 1) return Error::retryable("POST: Operation timed out");
+      return reply(200, fixture("submit_ok.json"));
+    }
+    if (r.url.find("/jobs") != std::string::npos && lookups_failing > 0) {
+      --lookups_failing;
+      order.push_back("lookup failed");
+      return Error::retryable("GET /jobs: Operation timed out");
+    }
+    order.push_back("lookup");
+    return reply(200, R"({"errors":[],"jobs":[]})");
+  };
+  ASSERT_TRUE(rig.backend->submit(job, LaunchSpec{}).ok());
+  EXPECT_EQ(job.backend_id, "2");
+  ASSERT_GE(order.size(), 9u);
+  EXPECT_EQ(order[0], "POST");
+  for (int i = 1; i <= 5; ++i) EXPECT_EQ(order[i], "lookup failed");
+  EXPECT_EQ(order[6], "lookup");
+  EXPECT_EQ(order[7], "lookup");  // "no such job" twice, a backoff apart
+  EXPECT_EQ(order[8], "POST");
+}
+
+TEST(SlurmBackendSubmit, ALateCopyOfALostSubmitIsCancelled) {
+  Rig rig;
+  JobRecord job = test_job();
+  // The first POST timed out but slurmrestd created job 41 later; the lookup came too early.
+  bool late_copy = false;
+  rig.http->handler = [&](const http::Request& r) -> Result<http::Response> {
+    if (r.method == "POST") {
+      if (rig.http->count("POST", "") == 1) return Error::retryable("POST: Operation timed out");
+      late_copy = true;
+      return reply(200, fixture("submit_ok.json"));  // job 2
+    }
+    if (r.method == "DELETE") return reply(200, fixture("delete_ok.json"));
+    if (!late_copy) return reply(200, R"({"errors":[],"jobs":[]})");
+    auto both = nlohmann::json::parse(as_job("job_running.json", job, 41));
+    auto ours = nlohmann::json::parse(as_job("job_running.json", job, 2));
+    both["jobs"].push_back(ours["jobs"][0]);
+    return reply(200, both.dump());
+  };
+  ASSERT_TRUE(rig.backend->submit(job, LaunchSpec{}).ok());
+  EXPECT_EQ(job.backend_id, "2");
+  EXPECT_EQ(rig.http->count("DELETE", "/job/41"), 1);
+  EXPECT_EQ(rig.http->count("DELETE", "/job/2"), 0);
 }
 
 TEST(SlurmBackendStop, KillOfAJobSlurmForgotSucceeds) {
@@ -286,7 +403,7 @@ TEST(SlurmBackendRefresh, UnsupervisedJobSlurmNeverHadIsLost) {
   ASSERT_TRUE(changed.ok());
   EXPECT_TRUE(*changed);
   EXPECT_EQ(job.state, JobState::kLost);
-  EXPECT_NE(job.note.find(slurm_job_name(job)), std::string::npos);
+  EXPECT_NE(job.note.find(slurm_job_name(job, settings())), std::string::npos);
   EXPECT_TRUE(job.backend_id.empty());
 }
 

@@ -65,7 +65,7 @@ TEST(SlurmClusterDetach, JobWhoseIdWasLostIsFoundByName) {
   EXPECT_EQ(lost.backend_id, slurm_id);
   auto outcome = wait_to_end(*ps, job, 10);
   ASSERT_TRUE(outcome);
-  EXPECT_EQ(outcome->exit_code, 143);
+  EXPECT_EQ(outcome->exit_code, 137);  // a kill is SIGKILL, as for local jobs
 }
 
 }  // namespace

@@ -13,7 +13,8 @@ using namespace testing;
 TEST(SlurmClusterRun, ExitCodeOutputAndGpusComeBack) {
   REQUIRE_SLURM_CLUSTER();
   JobDir dir;
-  auto backend = cluster_backend(cluster_settings(dir));
+  auto settings = cluster_settings(dir);
+  auto backend = cluster_backend(settings);
   JobRecord job = new_job({"bash", "-c",
                            "echo out-line; echo err-line >&2; echo \"gpus=$CUDA_VISIBLE_DEVICES\";"
                            " echo \"job=$NODUS_JOB_ID\"; exit 3"},
@@ -29,7 +30,7 @@ TEST(SlurmClusterRun, ExitCodeOutputAndGpusComeBack) {
   double before = unix_now();
   ASSERT_TRUE(backend->submit(job, spec).ok());
   EXPECT_FALSE(job.backend_id.empty());
-  EXPECT_EQ(job.log_path, dir.path() + "/" + slurm_job_name(job) + ".out");
+  EXPECT_EQ(job.log_path, dir.path() + "/" + slurm_job_name(job, settings) + ".out");
   auto outcome = wait_to_end(*backend, job, 60);
   ASSERT_TRUE(outcome);
   EXPECT_EQ(outcome->exit_code, 3);
@@ -109,7 +110,7 @@ TEST(SlurmClusterRun, TimeLimitIsSentAsTheSafetyNet) {
       *rest, std::stoll(job.backend_id), [](const SlurmJob&) { return true; }, 10);
   ASSERT_TRUE(record);
   EXPECT_EQ(record->time_limit_minutes, 3);
-  EXPECT_EQ(record->name, slurm_job_name(job));
+  EXPECT_EQ(record->name, slurm_job_name(job, settings));
   ASSERT_TRUE(backend->kill(job).ok());
 }
 

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -41,35 +42,97 @@ std::string run_script(const std::string& script) {
   return out;
 }
 
-TEST(SlurmJobName, IsDerivedFromIdAndCreationTime) {
+TEST(SlurmJobName, IsDerivedFromStoreTagIdAndCreationTime) {
   JobRecord job = job_with({"true"});
-  EXPECT_EQ(slurm_job_name(job), "nodus-7-1795966164250");
+  auto settings = settings_for("unix:///s.sock");
+  settings.store_tag = "0a1b2c3d";
+  EXPECT_EQ(slurm_job_name(job, settings), "nodus-0a1b2c3d-7-1795966164250");
   JobRecord other = job;
   other.created_at += 0.001;
-  EXPECT_NE(slurm_job_name(other), slurm_job_name(job));
-  EXPECT_EQ(output_path(settings_for("unix:///s.sock"), job),
-            "/tmp/nodus-slurm-test-jobs/nodus-7-1795966164250.out");
+  EXPECT_NE(slurm_job_name(other, settings), slurm_job_name(job, settings));
+  EXPECT_EQ(output_path(settings, job),
+            "/tmp/nodus-slurm-test-jobs/nodus-0a1b2c3d-7-1795966164250.out");
+  // Job 7 of another store, created in the same millisecond: another name.
+  auto other_store = settings;
+  other_store.store_tag = "99887766";
+  EXPECT_NE(slurm_job_name(job, other_store), slurm_job_name(job, settings));
+}
+
+TEST(SlurmStoreTag, IsCreatedOnceAndReadBack) {
+  char home[] = "/tmp/nodus-store-tag-XXXXXX";
+  ASSERT_NE(mkdtemp(home), nullptr);
+  auto first = store_tag_in(home);
+  ASSERT_TRUE(first.ok()) << first.error().message;
+  EXPECT_EQ(first->size(), 8u);
+  auto again = store_tag_in(home);
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(*again, *first);
+  char other[] = "/tmp/nodus-store-tag-XXXXXX";
+  ASSERT_NE(mkdtemp(other), nullptr);
+  EXPECT_NE(*store_tag_in(other), *first);
+  std::system(("rm -rf " + std::string(home) + " " + other).c_str());
 }
 
 TEST(SlurmJobScript, ArgumentsStayData) {
   std::vector<std::string> argv = {"printf", "%s\\n", "two words",  "it's",      "$(echo injected)",
                                    "`id`",   "a\"b",  "semi;colon", "new\nline", ""};
-  std::string out = run_script(job_script(job_with(argv)));
+  std::string out = run_script(job_script(job_with(argv), "/tmp", "/tmp/nodus-no-such-output"));
   EXPECT_EQ(out, "two words\nit's\n$(echo injected)\n`id`\na\"b\nsemi;colon\nnew\nline\n\n");
 }
 
 TEST(SlurmJobScript, ExecsTheProgramSoItsStatusIsTheJobs) {
-  std::string script = job_script(job_with({"bash", "-c", "exit 3"}));
+  std::string script = job_script(job_with({"bash", "-c", "exit 3"}), "/w", "/o.out");
   EXPECT_NE(script.find("exec 'bash' '-c' 'exit 3'"), std::string::npos) << script;
   EXPECT_EQ(script.rfind("#!/bin/bash\n", 0), 0u);
+  EXPECT_EQ(script.find("timeout"), std::string::npos);  // nothing bounds it
 }
 
-TEST(SlurmTimeLimit, IsTheEarlierOfTimeoutAndCostCapRoundedUp) {
+TEST(SlurmJobScript, BoundedJobRunsUnderTheNodesEnforcer) {
+  JobRecord job = job_with({"sleep", "30"});
+  job.timeout_ms = 1500;
+  job.grace_ms = 1000;
+  std::string script = job_script(job, "/tmp", "/tmp/nodus-no-such-output");
+  EXPECT_NE(script.find("exec timeout -s TERM -k 1.000 \"$nodus_left\" 'sleep' '30'"),
+            std::string::npos)
+      << script;
+  auto t0 = std::chrono::steady_clock::now();
+  run_script(script);
+  double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  // Outside Slurm (no squeue answer) the origin is the script's start in whole seconds.
+  EXPECT_GE(took, 0.4);
+  EXPECT_LT(took, 4.0);
+}
+
+TEST(SlurmJobScript, EnforcerKillsWhatIgnoresTerm) {
+  JobRecord job = job_with({"bash", "-c", "trap '' TERM; sleep 30 & wait; sleep 30"});
+  job.timeout_ms = 500;
+  job.grace_ms = 500;
+  auto t0 = std::chrono::steady_clock::now();
+  run_script(job_script(job, "/tmp", "/tmp/nodus-no-such-output"));
+  double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  EXPECT_GE(took, 0.45);  // TERM (ignored) within 0.5 s, KILL 0.5 s later
+  EXPECT_LT(took, 3.0);
+}
+
+TEST(SlurmJobScript, MissingWorkdirFailsClearlyInsteadOfRunningElsewhere) {
+  std::string out =
+      run_script(job_script(job_with({"pwd"}), "/nonexistent/dir", "/tmp/nodus-no-such-output"));
+  EXPECT_EQ(out, "");  // pwd never ran
+  std::string both = run_script("exec 2>&1\n" + job_script(job_with({"pwd"}), "/nonexistent/dir",
+                                                           "/tmp/nodus-no-such-output"));
+  EXPECT_NE(both.find("nodus: cannot enter the working directory /nonexistent/dir"),
+            std::string::npos)
+      << both;
+}
+
+TEST(SlurmTimeLimit, IsThePlansKillRoundedUp) {
   JobRecord job = job_with({"true"});
   EXPECT_FALSE(time_limit_minutes(job).has_value());
   job.timeout_ms = 90'000;
   EXPECT_EQ(time_limit_minutes(job), 2);
   job.timeout_ms = 60'000;
+  EXPECT_EQ(time_limit_minutes(job), 2);  // KILL comes 10 s (the grace) after the timeout
+  job.grace_ms = 0;
   EXPECT_EQ(time_limit_minutes(job), 1);
   job.timeout_ms = 500;
   EXPECT_EQ(time_limit_minutes(job), 1);  // never 0: Slurm reads 0 as "no limit"
@@ -82,6 +145,20 @@ TEST(SlurmTimeLimit, IsTheEarlierOfTimeoutAndCostCapRoundedUp) {
   EXPECT_EQ(time_limit_minutes(job), 10);
   job.timeout_ms.reset();
   EXPECT_EQ(time_limit_minutes(job), 10);
+}
+
+TEST(SlurmTimeLimit, BudgetShareAloneBoundsTheJob) {
+  JobRecord job = job_with({"true"});
+  job.gpu_type = "L4";
+  job.gpu_count = 1;
+  job.rate_per_gpu_hour = 6.0;  // $0.1 a minute
+  job.options["budget_cap"] = 0.5;
+  EXPECT_EQ(time_limit_minutes(job), 5);
+  EXPECT_NE(job_script(job, "/w", "/o").find("exec timeout"), std::string::npos);
+  job.max_cost = 3000000;  // a cap far beyond any run: bounded all the same, never overflowing
+  job.options.erase("budget_cap");
+  ASSERT_TRUE(time_limit_minutes(job).has_value());
+  EXPECT_GT(*time_limit_minutes(job), 0);
 }
 
 TEST(SlurmEnvironment, SendsPathAndLaunchEnvButNeverTheToken) {
@@ -126,11 +203,11 @@ TEST(SlurmBuildSubmit, FillsEveryField) {
   spec.env = {{"NODUS_JOB_ID", "7"}};
   auto r = build_submit(job, spec, settings);
   ASSERT_TRUE(r.ok());
-  EXPECT_EQ(r->name, "nodus-7-1795966164250");
+  EXPECT_EQ(r->name, "nodus-" + settings.store_tag + "-7-1795966164250");
   EXPECT_EQ(r->working_dir, "/home/me/project");
-  EXPECT_EQ(r->output_path, "/tmp/nodus-slurm-test-jobs/nodus-7-1795966164250.out");
+  EXPECT_EQ(r->output_path, "/tmp/nodus-slurm-test-jobs/" + r->name + ".out");
   EXPECT_EQ(r->gres, "gpu:h100:4");
-  EXPECT_EQ(r->time_limit_minutes, 2);
+  EXPECT_EQ(r->time_limit_minutes, 3);  // 120 s, then KILL after the 10 s grace
   EXPECT_EQ(r->container, "/images/torch");
   EXPECT_EQ(r->env.at("NODUS_JOB_ID"), "7");
   job.workdir.clear();

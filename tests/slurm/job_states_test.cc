@@ -86,6 +86,32 @@ TEST(SlurmFinalState, MapsToNodusStates) {
   EXPECT_EQ(final_state_of(timeout, job), JobState::kCostCap);
 }
 
+TEST(SlurmFinalState, AJobStoppedAtItsPlansDeadlineGetsThePlansState) {
+  JobRecord job;
+  job.timeout_ms = 3000;
+  job.grace_ms = 1000;
+  SlurmJob r;
+  r.start_time = 100;
+  r.end_time = 104;
+  r.state = "FAILED";
+  r.exit_code = 9;  // the enforcer's KILL
+  EXPECT_EQ(final_state_of(r, job), JobState::kTimeout);
+  r.exit_code = 124 << 8;  // timeout(1) after its TERM
+  EXPECT_EQ(final_state_of(r, job), JobState::kTimeout);
+  r.state = "CANCELLED";  // the supervisor's TERM through the signal API
+  EXPECT_EQ(final_state_of(r, job), JobState::kTimeout);
+  r.end_time = 101;  // long before the deadline: someone else stopped it
+  EXPECT_EQ(final_state_of(r, job), JobState::kStopped);
+  r.state = "FAILED";
+  r.exit_code = 9;
+  EXPECT_EQ(final_state_of(r, job), JobState::kFailed);
+  job.options["budget_cap"] = 0.001;  // a budget cell: $0.001 at $3.6/h is 1 s
+  job.gpu_count = 1;
+  job.rate_per_gpu_hour = 3.6;
+  job.timeout_ms.reset();
+  EXPECT_EQ(final_state_of(r, job), JobState::kBudget);
+}
+
 TEST(SlurmSignalName, NamesWhatSlurmrestdAccepts) {
   EXPECT_EQ(signal_name(SIGTERM), "TERM");
   EXPECT_EQ(signal_name(SIGKILL), "KILL");

@@ -1,0 +1,357 @@
+// Hostile cases on the real cluster (issue 19): nodus SIGKILLed (alone, and with its process
+// group) while its job runs, slurmrestd stopped in the middle of a submit or unreachable during
+// a cancel. What must hold: the node's own enforcer stops the job at the plan's deadline, Slurm
+// never runs a bounded job on UNLIMITED, one submission makes one Slurm job, and a cancel is
+// retried until Slurm reports the end.
+
+#ifdef NODUS_BIN
+
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <thread>
+
+#include "billing/catalog.h"
+#include "cluster.h"
+
+namespace nodus::backend::slurm {
+namespace {
+
+using namespace testing;
+using std::chrono::milliseconds;
+
+std::string slurp(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+double h100_rate() { return (*billing::Catalog::builtin().lookup("H100"))->usd_per_gpu_hour; }
+
+std::string usd(double v) {
+  char out[32];
+  std::snprintf(out, sizeof out, "%.6f", v);
+  return out;
+}
+
+// nodus with its own store, started in its own process group (as a shell would start it).
+class Nodus {
+ public:
+  explicit Nodus(const JobDir& dir) : dir_(dir) {
+    env_ = {{"NODUS_HOME", dir.path() + "/home"},
+            {"NODUS_SLURM_URL", cluster().socket_url},
+            {"NODUS_SLURM_WORKDIR", dir.path()},
+            {"NODUS_BACKEND", "slurm"},
+            {"NO_COLOR", "1"}};
+  }
+
+  pid_t start(const std::vector<std::string>& args) const {
+    pid_t pid = fork();
+    if (pid == 0) {
+      setpgid(0, 0);
+      for (const auto& [k, v] : env_) setenv(k.c_str(), v.c_str(), 1);
+      unsetenv("SLURM_JWT");
+      if (chdir(dir_.path().c_str()) != 0) _exit(126);
+      int o = open(out_path().c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+      int e = open(err_path().c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+      int n = open("/dev/null", O_RDONLY);
+      dup2(n, 0);
+      dup2(o, 1);
+      dup2(e, 2);
+      std::vector<char*> argv = {const_cast<char*>(NODUS_BIN)};
+      for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+      argv.push_back(nullptr);
+      execv(NODUS_BIN, argv.data());
+      _exit(127);
+    }
+    setpgid(pid, pid);
+    return pid;
+  }
+
+  int run(const std::vector<std::string>& args, std::string* out = nullptr) const {
+    pid_t pid = start(args);
+    int status = 0;
+    waitpid(pid, &status, 0);
+    if (out) *out = slurp(out_path());
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  }
+
+  nlohmann::json show(const std::string& id) const {
+    std::string out;
+    EXPECT_EQ(run({"show", id, "--format", "json"}, &out), 0) << slurp(err_path());
+    return nlohmann::json::parse(out, nullptr, false);
+  }
+  nlohmann::json ps() const {
+    std::string out;
+    EXPECT_EQ(run({"ps", "--format", "json"}, &out), 0) << slurp(err_path());
+    return nlohmann::json::parse(out, nullptr, false);
+  }
+  std::string store_tag() const {
+    std::string tag;
+    std::ifstream(dir_.path() + "/home/slurm-store-tag") >> tag;
+    return tag;
+  }
+
+  std::string out_path() const { return dir_.path() + "/cli.out"; }
+  std::string err_path() const { return dir_.path() + "/cli.err"; }
+
+ private:
+  const JobDir& dir_;
+  std::map<std::string, std::string> env_;
+};
+
+// Waits until `pred` holds, checking every 100 ms, up to `limit_s`.
+bool eventually(const std::function<bool()>& pred, double limit_s) {
+  for (int i = 0; i < limit_s * 10; ++i) {
+    if (pred()) return true;
+    std::this_thread::sleep_for(milliseconds(100));
+  }
+  return pred();
+}
+
+// The Slurm job id nodus recorded for job `id` (once submitted).
+int64_t slurm_id_of(const Nodus& nodus, const std::string& id) {
+  int64_t slurm_id = 0;
+  eventually(
+      [&] {
+        auto job = nodus.show(id);
+        auto b = job.is_object() ? job.value("backend_id", std::string()) : "";
+        if (!b.empty()) slurm_id = std::stoll(b);
+        return slurm_id > 0;
+      },
+      20);
+  return slurm_id;
+}
+
+bool ended(const SlurmJob& r) { return phase_of(r.state) == Phase::kFinal; }
+
+// Every job slurmctld knows whose name has this store's tag.
+std::vector<SlurmJob> jobs_of_store(RestClient& rest, const std::string& tag) {
+  std::vector<SlurmJob> mine;
+  auto all = rest.jobs();
+  EXPECT_TRUE(all.ok()) << all.error().message;
+  if (!all) return mine;
+  for (const auto& j : *all)
+    if (j.name.rfind("nodus-" + tag + "-", 0) == 0) mine.push_back(j);
+  return mine;
+}
+
+std::string restd_pid_file() {
+  const char* dir = std::getenv("NODUS_SLURM_DEV_DIR");
+  return std::string(dir && *dir ? dir : "/tmp/nodus-slurm") + "/run/restd-socket.pid";
+}
+
+// Stops the socket slurmrestd (SIGSTOP) for its lifetime, or until resume().
+class StoppedRestd {
+ public:
+  StoppedRestd() {
+    std::ifstream(restd_pid_file()) >> pid_;
+    if (pid_ > 0) ::kill(pid_, SIGSTOP);
+  }
+  ~StoppedRestd() { resume(); }
+  void resume() {
+    if (pid_ > 0) ::kill(pid_, SIGCONT);
+    pid_ = 0;
+  }
+  bool ok() const { return pid_ > 0; }
+
+ private:
+  pid_t pid_ = 0;
+};
+
+// Case 4 of the issue: with nodus SIGKILLed right after the start, the node's enforcer stops a
+// TERM-ignoring job at the plan's KILL (timeout + grace): within 2 s of it.
+void killed_nodus_case(bool whole_group) {
+  JobDir dir;
+  Nodus nodus(dir);
+  auto rest = cluster_client(cluster_settings(dir));
+  pid_t pid = nodus.start({"run", "--timeout", "3s", "--grace", "1s", "--", "bash", "-c",
+                           "trap 'echo got TERM' TERM; echo started; while :; do sleep 0.2; done"});
+  ASSERT_TRUE(
+      eventually([&] { return slurp(nodus.out_path()).find("started") != std::string::npos; }, 30));
+  int64_t id = slurm_id_of(nodus, "1");
+  ASSERT_GT(id, 0);
+  ::kill(whole_group ? -pid : pid, SIGKILL);
+  waitpid(pid, nullptr, 0);
+  auto end = poll_until(*rest, id, ended, 30);
+  ASSERT_TRUE(end) << "the job outlived nodus by 30 s";
+  double deadline = end->start_time + 3 + 1;
+  EXPECT_LE(end->end_time, deadline + 2.0) << "state " << end->state;
+  EXPECT_GE(end->end_time, end->start_time + 3 - 1.0);  // not before the TERM
+  EXPECT_NE(end->time_limit_minutes, 0);
+  std::string log = nodus.show("1").value("log_path", std::string());
+  EXPECT_NE(slurp(log).find("got TERM"), std::string::npos) << log;  // TERM came first
+  // ps learns the end from Slurm and bills it from Slurm's times, as a timeout.
+  nlohmann::json row;
+  ASSERT_TRUE(eventually(
+      [&] {
+        auto ps = nodus.ps();
+        if (!ps.is_array() || ps.empty()) return false;
+        row = ps.at(0);
+        return row["state"] != "running" && row["state"] != "waiting";
+      },
+      20));
+  EXPECT_EQ(row["state"], "timeout");
+}
+
+TEST(SlurmEnforce, NodusKilledAloneTheNodeStopsTheJobAtItsDeadline) {
+  REQUIRE_SLURM_CLUSTER();
+  killed_nodus_case(false);
+}
+
+TEST(SlurmEnforce, NodusKilledWithItsProcessGroupTheNodeStopsTheJobAtItsDeadline) {
+  REQUIRE_SLURM_CLUSTER();
+  killed_nodus_case(true);
+}
+
+TEST(SlurmEnforce, CostCapHoldsWithNodusKilled) {
+  REQUIRE_SLURM_CLUSTER();
+  JobDir dir;
+  Nodus nodus(dir);
+  auto rest = cluster_client(cluster_settings(dir));
+  double rate = h100_rate();
+  double cap = rate * 6 / 3600;  // 6 s of one H100
+  pid_t pid = nodus.start({"run", "--gpu", "H100:1", "--max-cost", usd(cap), "--grace", "1s", "--",
+                           "bash", "-c", "trap '' TERM; echo started; sleep 300"});
+  ASSERT_TRUE(
+      eventually([&] { return slurp(nodus.out_path()).find("started") != std::string::npos; }, 30));
+  int64_t id = slurm_id_of(nodus, "1");
+  ::kill(-pid, SIGKILL);
+  waitpid(pid, nullptr, 0);
+  auto end = poll_until(*rest, id, ended, 30);
+  ASSERT_TRUE(end);
+  EXPECT_LE(end->end_time - end->start_time, 6.0);  // Slurm's own record within the cap
+  nlohmann::json row;
+  ASSERT_TRUE(eventually(
+      [&] {
+        auto ps = nodus.ps();
+        row = ps.is_array() && !ps.empty() ? ps.at(0) : nlohmann::json();
+        return row.is_object() && row["state"] != "running";
+      },
+      20));
+  EXPECT_EQ(row["state"], "cost-cap");
+  auto job = nodus.show("1");
+  EXPECT_LE(job["cost_usd"].get<double>(), cap + 1e-9);
+  EXPECT_GT(job["cost_usd"].get<double>(), 0.0);
+}
+
+// Case 1: a sweep cell bounded only by its share of --budget has a time limit on Slurm and an
+// enforcer on the node; with the sweep's whole process group killed, the spend stays within
+// the budget.
+TEST(SlurmEnforce, BudgetOnlyCellsAreBoundedEvenWithTheSweepKilled) {
+  REQUIRE_SLURM_CLUSTER();
+  JobDir dir;
+  Nodus nodus(dir);
+  auto rest = cluster_client(cluster_settings(dir));
+  double rate = h100_rate();
+  // Cells with no cap of their own run one at a time, each capped at what is left: 6 s.
+  double budget = rate * 6 / 3600;
+  pid_t pid = nodus.start({"sweep", "--param", "x=1,2", "--parallel", "2", "--gpu", "H100:1",
+                           "--budget", usd(budget), "--grace", "1s", "--", "bash", "-c",
+                           "trap '' TERM; echo started {x}; sleep 300"});
+  std::vector<SlurmJob> running;
+  ASSERT_TRUE(eventually(
+      [&] {
+        running.clear();
+        for (auto& j : jobs_of_store(*rest, nodus.store_tag()))
+          if (j.state == "RUNNING") running.push_back(j);
+        return !running.empty();
+      },
+      30));
+  for (const auto& j : running) {
+    EXPECT_GT(j.time_limit_minutes, 0) << j.name;
+    EXPECT_LT(j.time_limit_minutes, 60) << j.name << ": bounded by its share, not UNLIMITED";
+  }
+  ::kill(-pid, SIGKILL);
+  waitpid(pid, nullptr, 0);
+  double spent = 0;
+  for (const auto& j : running) {
+    auto end = poll_until(*rest, j.job_id, ended, 30);
+    ASSERT_TRUE(end) << j.name << " outlived the sweep by 30 s";
+    spent += billing::cost_usd(1, rate, end->end_time - end->start_time);
+  }
+  EXPECT_LE(spent, budget + 1e-9);
+}
+
+// Case 2: slurmrestd stopped (SIGSTOP) while nodus submits: the POST times out, nodus must not
+// send another before Slurm answers whether it has the job; when slurmrestd resumes, exactly one
+// Slurm job exists for the one nodus job, and it ran.
+TEST(SlurmEnforce, StoppedRestdDuringSubmitLeavesExactlyOneJob) {
+  REQUIRE_SLURM_CLUSTER();
+  JobDir dir;
+  Nodus nodus(dir);
+  auto rest = cluster_client(cluster_settings(dir));
+  StoppedRestd stopped;
+  ASSERT_TRUE(stopped.ok()) << "no slurmrestd pid in " << restd_pid_file();
+  pid_t pid = nodus.start({"run", "--timeout", "30s", "--", "bash", "-c", "echo ran once"});
+  std::this_thread::sleep_for(std::chrono::seconds(13));  // past the 10 s HTTP timeout
+  stopped.resume();
+  int status = 0;
+  waitpid(pid, &status, 0);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << slurp(nodus.err_path());
+  EXPECT_NE(slurp(nodus.out_path()).find("ran once"), std::string::npos);
+  std::this_thread::sleep_for(std::chrono::seconds(2));  // a late POST would show up by now
+  auto mine = jobs_of_store(*rest, nodus.store_tag());
+  EXPECT_EQ(mine.size(), 1u) << slurp(nodus.err_path());
+}
+
+// Case 3: the cancel fails (slurmrestd unreachable: its socket is gone) and is retried until
+// Slurm reports the job ended. The job has no caps, so nothing but this cancel stops it.
+TEST(SlurmEnforce, FailedCancelIsRetriedUntilTheJobEnds) {
+  REQUIRE_SLURM_CLUSTER();
+  JobDir dir;
+  auto settings = cluster_settings(dir);
+  auto backend = cluster_backend(settings);
+  auto rest = cluster_client(settings);
+  JobRecord job = new_job({"sleep", "300"}, dir);
+  ASSERT_TRUE(backend->submit(job, quiet()).ok());
+  int64_t id = std::stoll(job.backend_id);
+  ASSERT_TRUE(poll_until(
+      *rest, id, [](const SlurmJob& r) { return r.state == "RUNNING"; }, 20));
+  std::string sock = settings.unix_socket, aside = sock + ".aside";
+  ASSERT_EQ(rename(sock.c_str(), aside.c_str()), 0);
+  std::thread restore([&] {
+    std::this_thread::sleep_for(std::chrono::seconds(4));
+    rename(aside.c_str(), sock.c_str());
+  });
+  auto t0 = std::chrono::steady_clock::now();
+  auto killed = backend->kill(job);
+  double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  restore.join();
+  ASSERT_TRUE(killed.ok()) << killed.error().message;
+  EXPECT_GE(took, 3.5);  // it waited out the outage instead of giving up
+  auto records = rest->job(id);
+  ASSERT_TRUE(records.ok());
+  ASSERT_FALSE(records->empty());
+  EXPECT_TRUE(ended(records->front())) << records->front().state;
+}
+
+// Output stays private to the job's user.
+TEST(SlurmEnforce, JobOutputIsPrivate) {
+  REQUIRE_SLURM_CLUSTER();
+  JobDir dir;
+  auto settings = cluster_settings(dir);
+  auto backend = cluster_backend(settings);
+  JobRecord job = new_job({"echo", "secret"}, dir);
+  ASSERT_TRUE(backend->submit(job, quiet()).ok());
+  ASSERT_TRUE(wait_to_end(*backend, job, 30));
+  struct stat st {};
+  ASSERT_EQ(stat(job.log_path.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+}
+
+}  // namespace
+}  // namespace nodus::backend::slurm
+
+#endif  // NODUS_BIN
