@@ -12,9 +12,14 @@
 #include "cli/args.h"
 #include "cli/common.h"
 #include "core/error.h"
+#include "core/text.h"
 
 int main(int argc, char** argv) {
   using namespace nodus;
+  // Every error is one line of valid UTF-8 whatever the user typed into the value it names.
+  auto fail = [](const std::string& message) {
+    std::fprintf(stderr, "nodus: %s\n", escape_control(message).c_str());
+  };
   CLI::App app{"nodus: run GPU jobs with hard cost caps, sweep them, and see what idle GPUs cost"};
   app.formatter(std::make_shared<cli::HelpFormatter>());  // inherited by every subcommand
   app.set_version_flag("--version", "nodus 0.1.0");
@@ -40,20 +45,20 @@ int main(int argc, char** argv) {
   } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    std::fprintf(stderr, "nodus: %s\n", cli::parse_error_message(app, e).c_str());
+    fail(cli::parse_error_message(app, e));
     return exit_code::kNodusError;
   } catch (const Fatal& e) {
-    std::fprintf(stderr, "nodus: %s\n", e.what());
+    fail(e.what());
     return e.code();
   }
   try {
     for (auto& c : commands)
       if (c.app->parsed()) return c.action();
   } catch (const Fatal& e) {
-    std::fprintf(stderr, "nodus: %s\n", e.what());
+    fail(e.what());
     return e.code();
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "nodus: internal error: %s\n", e.what());
+    fail(std::string("internal error: ") + e.what());
     return exit_code::kNodusError;
   }
   return exit_code::kNodusError;
