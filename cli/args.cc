@@ -302,10 +302,7 @@ std::string parse_error_message(CLI::App& app, const CLI::ParseError& e) {
     }
     return msg + " (see " + help + ")";
   }
-  std::string what = e.what();
-  for (auto& c : what)
-    if (c == '\n') c = ' ';
-  return where + escape_control(what) + " (see " + help + ")";
+  return where + escape_control(e.what()) + " (see " + help + ")";
 }
 
 }  // namespace nodus::cli
