@@ -43,7 +43,7 @@ TEST(TextProblem, NamesTheProblem) {
 }
 
 TEST(TableEscaping, EveryFormatIsSafe) {
-  Table t({{"name", "NAME"}});
+  Table t(std::vector<Column>{{"name", "NAME"}});
   t.add_row({"a\n\x1b[2Jb<img src=x>&\xff"}, {{"name", std::string("a\n\x1b[2Jb\xff")}});
   std::string text = t.render(Format::kTable);
   EXPECT_EQ(text.find('\x1b'), std::string::npos) << text;
