@@ -225,10 +225,10 @@ def cmd_stop(a):
     obey, ignore = write_trees(a.work)
     pidfile = os.path.join(a.work, "stop.pids")
     env = nodus_env(home)
-    cost_env = nodus_env(home, NODUS_LOCAL_GPUS="TEST:1")
+    cost_env = nodus_env(home, NODUS_LOCAL_GPUS="TEST:4")
     lim = a.limit
     lim_text = f"{lim:g}"
-    # The cost cap: TEST costs $3600/GPU-hour = $1/s, so a $lim cap is reached lim s after start.
+    # The cost cap: four TEST GPUs at $900/GPU-hour cost $1/s, so a $lim cap is reached lim s after start.
     runners = {
         "timeout": {
             "nodus run --timeout": ([a.nodus, "run", "--timeout", f"{int(lim * 1000)}ms", "--", obey, pidfile], env),
@@ -236,7 +236,7 @@ def cmd_stop(a):
             "parallel --timeout": (["parallel", "--will-cite", "--timeout", lim_text, obey, ":::", pidfile], env),
         },
         "cost": {
-            "nodus run --max-cost": ([a.nodus, "run", "--prices", a.prices, "--gpu", "TEST:1", "--max-cost",
+            "nodus run --max-cost": ([a.nodus, "run", "--prices", a.prices, "--gpu", "TEST:4", "--max-cost",
                                       lim_text, "--grace", "500ms", "--", ignore, pidfile], cost_env),
             "timeout -s KILL": (["timeout", "-s", "KILL", lim_text, ignore, pidfile], env),
             "parallel --timeout --termseq KILL,25": (["parallel", "--will-cite", "--timeout", lim_text, "--termseq",
@@ -1043,8 +1043,8 @@ def cmd_report(a):
               "\"gone\" as the moment the last of the three has no /proc entry or is a zombie. **Overshoot** =",
               "gone - (job start + limit), so a runner's own start-up does not count; *from launch* counts it",
               "(gone - (runner launched + limit)). Negative = the tree was gone before the deadline.", "",
-              "For the cost cap the deadline is the moment the cost reaches the cap: a declared `TEST` GPU at",
-              f"$3600/GPU-hour = $1/s and `--max-cost {st['limit_s']:g}`, `--grace 500ms`, and a tree that ignores SIGTERM",
+              "For the cost cap the deadline is the moment the cost reaches the cap: four declared `TEST` GPUs at",
+              f"$900/GPU-hour = $1/s and `--max-cost {st['limit_s']:g}`, `--grace 500ms`, and a tree that ignores SIGTERM",
               "(so only SIGKILL ends it: nodus sends SIGTERM `grace` before the cap and SIGKILL 25 ms before it);",
               "the peers are given the same deadline as a hard kill.", "",
               "| deadline | runner | overshoot ms | from launch ms | runner start-up ms | exit codes | errors |",

@@ -59,10 +59,11 @@ if [[ ! -x $GEN || $REPO/bench/gen_store.cc -nt $GEN || $BUILD/store/libnodus_st
     "$BUILD/store/libnodus_store.a" "$BUILD/core/libnodus_core.a" -lsqlite3 -ldl -o "$GEN"
 fi
 
-# A catalog with a $3600/GPU-hour type: $1 a second, so a $1 cap is reached 1 s after start.
+# A catalog with a $900/GPU-hour type (the most a catalog may hold is $1000): four of them cost
+# $1 a second, so a $1 cap is reached 1 s after start.
 PRICES=$WORK/prices.json
 cat >"$PRICES" <<'EOF'
-{"gpus": [{"type": "TEST", "aliases": [], "usd_per_gpu_hour": 3600, "source": "bench/run.sh",
+{"gpus": [{"type": "TEST", "aliases": [], "usd_per_gpu_hour": 900, "source": "bench/run.sh",
            "checked": "2026-11-29", "device_names": ["TEST"]},
           {"type": "H100-SXM", "aliases": ["H100"], "usd_per_gpu_hour": 2.99, "source": "bench/run.sh",
            "checked": "2026-11-29", "device_names": ["NVIDIA H100 80GB HBM3"]}]}

@@ -16,6 +16,7 @@
 
 #include "billing/remote_catalog.h"
 #include "core/config.h"
+#include "core/files.h"
 #include "core/http.h"
 #include "core/parse.h"
 
@@ -42,27 +43,9 @@ bool is_loopback_http(std::string_view url) {
   return lower == "localhost" || lower == "127.0.0.1" || lower == "[::1]";
 }
 
+// read_input_file refuses FIFOs and devices instead of blocking on them or reading forever.
 Result<std::string> read_file(const std::string& path) {
-  auto fail = [&](int err) {
-    return Error::permanent("cannot read price catalog '" + path + "': " + std::strerror(err));
-  };
-  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return fail(errno);
-  std::string text;
-  char buf[65536];
-  while (true) {
-    ssize_t n = read(fd, buf, sizeof buf);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      int err = errno;  // EISDIR for a folder
-      close(fd);
-      return fail(err);
-    }
-    if (n == 0) break;
-    text.append(buf, n);
-  }
-  close(fd);
-  return text;
+  return read_input_file(path, "price catalog", kMaxCatalogBytes);
 }
 
 // True when `pattern` occurs in `name` with no letter or digit on either side.

@@ -12,14 +12,20 @@
 
 namespace nodus::billing {
 
+// The largest rate a catalog may hold, USD per GPU-hour (documented in README's catalog section).
+inline constexpr double kMaxUsdPerGpuHour = 1000;
+// The largest catalog file read: a catalog is a few kilobytes, and the limit keeps /dev/zero or
+// a wrong multi-gigabyte file from exhausting memory.
+inline constexpr size_t kMaxCatalogBytes = 4 << 20;
+
 struct PriceEntry {
   std::string type;                  // canonical name, e.g. "H100-SXM"
   std::vector<std::string> aliases;  // e.g. "H100", "H100-80GB"
-  double usd_per_gpu_hour = 0;
-  std::string source;   // URL or document the price comes from
-  std::string checked;  // date checked, YYYY-MM-DD
-  std::string via;      // where the source's numbers were read, when not the source itself
-  std::string note;     // which product the price is for ("8x instance, per GPU", a tier)
+  double usd_per_gpu_hour = 0;       // 0 to kMaxUsdPerGpuHour
+  std::string source;                // URL or document the price comes from
+  std::string checked;               // date checked, YYYY-MM-DD
+  std::string via;   // where the source's numbers were read, when not the source itself
+  std::string note;  // which product the price is for ("8x instance, per GPU", a tier)
   // Substrings of the driver's device name that identify this type ("H100 80GB HBM3").
   std::vector<std::string> device_names;
 };

@@ -82,9 +82,13 @@ class EntryReader {
       return fail("/usd_per_gpu_hour",
                   "\"usd_per_gpu_hour\" must be a number, not " + rate->dump());
     e.usd_per_gpu_hour = rate->get<double>();
-    if (!std::isfinite(e.usd_per_gpu_hour) || e.usd_per_gpu_hour < 0)
-      return fail("/usd_per_gpu_hour",
-                  "\"usd_per_gpu_hour\" must be a finite number >= 0, not " + rate->dump());
+    // No GPU rents for anywhere near $1000 an hour: a larger rate is a typo (or 1e308), and
+    // would make every cap deadline meaningless.
+    if (!std::isfinite(e.usd_per_gpu_hour) || e.usd_per_gpu_hour < 0 ||
+        e.usd_per_gpu_hour > kMaxUsdPerGpuHour)
+      return fail("/usd_per_gpu_hour", "\"usd_per_gpu_hour\" must be a number from 0 to " +
+                                           std::to_string(static_cast<int>(kMaxUsdPerGpuHour)) +
+                                           " (USD per GPU-hour), not " + rate->dump());
 
     for (auto [key, field] : {std::pair{"source", &e.source}, std::pair{"checked", &e.checked},
                               std::pair{"via", &e.via}, std::pair{"note", &e.note}}) {

@@ -3,11 +3,15 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdio>
 #include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+
+#include "billing/catalog.h"
+#include "core/files.h"
 
 namespace nodus::billing {
 namespace {
@@ -35,20 +39,28 @@ std::string modified_utc(const std::string& path) {
   return buf;
 }
 
-// Writes through a temporary file and a rename, so a reader never sees half a catalog.
+// Writes through a new temporary file (never through a planted symlink) and a rename, so a
+// reader never sees half a catalog; the cache folder is private like every nodus folder.
 void save(const std::string& path, const std::string& body, std::ostream& warn) {
+  std::string folder = std::filesystem::path(path).parent_path().string();
   std::error_code ec;
-  std::filesystem::create_directories(std::filesystem::path(path).parent_path(), ec);
+  std::filesystem::create_directories(std::filesystem::path(folder).parent_path(), ec);
+  auto private_folder = ensure_private_folder(folder);
   std::string tmp = path + ".tmp." + std::to_string(getpid());
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    out << body;
-    if (out.flush() && !ec) {
-      std::filesystem::rename(tmp, path, ec);
-      if (!ec) return;
+  if (private_folder.ok()) {
+    if (auto fd = create_new_file(tmp, 0600); fd.ok()) {
+      size_t done = 0;
+      while (done < body.size()) {
+        ssize_t n = ::write(*fd, body.data() + done, body.size() - done);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) break;
+        done += static_cast<size_t>(n);
+      }
+      bool ok = ::close(*fd) == 0 && done == body.size();
+      if (ok && ::rename(tmp.c_str(), path.c_str()) == 0) return;
+      ::unlink(tmp.c_str());
     }
   }
-  std::filesystem::remove(tmp, ec);
   warn << "nodus: warning: cannot cache the price catalog in " << path << "\n";
 }
 
@@ -61,13 +73,14 @@ std::string catalog_cache_path(const std::string& url, const std::string& cache_
 Result<Catalog> cached_catalog(const std::string& url, const std::string& cache_dir,
                                const std::string& why, std::ostream& warn) {
   std::string path = catalog_cache_path(url, cache_dir);
-  std::ifstream in(path, std::ios::binary);
-  if (!in)
+  if (::access(path.c_str(), F_OK) != 0)
     return Error::permanent("cannot load the price catalog: " + why + "; and no cached copy of " +
                             http::redact_url(url) + " in " + cache_dir);
-  std::stringstream text;
-  text << in.rdbuf();
-  auto catalog = Catalog::parse(text.str(), path);
+  auto text = read_input_file(path, "cached price catalog", kMaxCatalogBytes);
+  if (!text.ok())
+    return Error::permanent("cannot load the price catalog: " + why + "; and " +
+                            text.error().message);
+  auto catalog = Catalog::parse(*text, path);
   if (!catalog.ok())
     return Error::permanent("cannot load the price catalog: " + why +
                             "; and the cached copy is unusable: " + catalog.error().message);

@@ -1,5 +1,6 @@
 // nodus config: every setting nodus reads from the environment, with the value in force.
 
+#include "cli/args.h"
 #include "cli/common.h"
 #include "core/config.h"
 #include "http_redact.h"
@@ -37,6 +38,7 @@ Command add_config(CLI::App& app) {
   auto cmd = std::make_shared<ConfigCommand>();
   CLI::App* sub =
       app.add_subcommand("config", "show the settings nodus reads from the environment");
+  set_examples(sub, {"nodus config", "nodus config --format json"});
   add_format_flag(sub, cmd->format);
   return {sub, [cmd] { return (*cmd)(); }};
 }

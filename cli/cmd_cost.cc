@@ -1,5 +1,6 @@
 // nodus cost: what was spent, by day and by GPU type.
 
+#include "cli/args.h"
 #include "cli/common.h"
 #include "core/error.h"
 #include "core/parse.h"
@@ -52,7 +53,7 @@ struct CostCommand {
     if (by == "day") return print(days.render(f)), 0;
     if (by == "gpu") return print(gpus.render(f)), 0;
     if (f == Format::kJson) {
-      print(nlohmann::json{{"by_day", days.raw_rows()}, {"by_gpu", gpus.raw_rows()}}.dump(2) +
+      print(dump_json(nlohmann::json{{"by_day", days.raw_rows()}, {"by_gpu", gpus.raw_rows()}}) +
             "\n");
     } else if (f == Format::kCsv) {
       print(days.render(f));
@@ -67,8 +68,13 @@ struct CostCommand {
 Command add_cost(CLI::App& app) {
   auto cmd = std::make_shared<CostCommand>();
   CLI::App* sub = app.add_subcommand("cost", "spend by day and by GPU type");
-  sub->add_option("--by", cmd->by, "day or gpu (default: both; csv: day)");
-  sub->add_option("--since", cmd->since, "only jobs created in the last DURATION (7d, 24h)");
+  set_examples(sub, {"nodus cost", "nodus cost --since 7d --by gpu", "nodus cost --format csv"});
+  sub->add_option("--by", cmd->by, "day or gpu (default: both; csv: day)")
+      ->type_name("day|gpu")
+      ->check(one_of({"day", "gpu"}));
+  sub->add_option("--since", cmd->since, "only jobs created in the last DURATION (7d, 24h)")
+      ->type_name("DURATION")
+      ->check(duration_value());
   add_format_flag(sub, cmd->format);
   return {sub, [cmd] { return (*cmd)(); }};
 }

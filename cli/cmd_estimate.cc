@@ -3,6 +3,7 @@
 
 #include <cstdio>
 
+#include "cli/args.h"
 #include "cli/common.h"
 #include "core/error.h"
 #include "core/parse.h"
@@ -79,14 +80,23 @@ Command add_estimate(CLI::App& app) {
   auto cmd = std::make_shared<EstimateCommand>();
   CLI::App* sub = app.add_subcommand(
       "estimate", "what idle GPU time costs: nodus estimate --gpu H100:8 --hours 24 --util 40");
-  sub->add_option("job", cmd->job, "a finished job to take the numbers from");
-  sub->add_option("--gpu", cmd->gpu, "TYPE[:COUNT]");
-  sub->add_option("--hours", cmd->hours, "wall time at the current utilization");
-  sub->add_option("--util", cmd->util, "current GPU utilization, percent");
+  set_examples(sub, {"nodus estimate --gpu H100:8 --hours 24 --util 40",
+                     "nodus estimate 42 --targets 70,90"});
+  sub->add_option("job", cmd->job, "a finished job to take the numbers from")->type_name("JOB");
+  sub->add_option("--gpu", cmd->gpu, "GPUs as TYPE[:COUNT]")
+      ->type_name("TYPE[:COUNT]")
+      ->check(gpu_value());
+  sub->add_option("--hours", cmd->hours, "wall time at the current utilization")
+      ->type_name("HOURS")
+      ->check(CLI::Range(1e-6, 1e6));
+  sub->add_option("--util", cmd->util, "current GPU utilization, percent")
+      ->type_name("PCT")
+      ->check(percent_value());
   sub->add_option("--targets", cmd->targets, "utilizations to compare with")
       ->delimiter(',')
       ->capture_default_str();
-  sub->add_option("--prices", cmd->prices, "price catalog: a JSON file or an https URL");
+  sub->add_option("--prices", cmd->prices, "price catalog: a JSON file or an https URL")
+      ->type_name("FILE|URL");
   add_format_flag(sub, cmd->format);
   return {sub, [cmd] { return (*cmd)(); }};
 }

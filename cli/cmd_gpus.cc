@@ -2,6 +2,7 @@
 
 #include <cstdio>
 
+#include "cli/args.h"
 #include "cli/common.h"
 #include "core/parse.h"
 
@@ -50,7 +51,9 @@ Command add_gpus(CLI::App& app) {
   auto cmd = std::make_shared<GpusCommand>();
   CLI::App* sub =
       app.add_subcommand("gpus", "list this machine's GPUs, their price and the job holding each");
-  sub->add_option("--prices", cmd->prices, "price catalog: a JSON file or an https URL");
+  set_examples(sub, {"nodus gpus", "nodus gpus --format json"});
+  sub->add_option("--prices", cmd->prices, "price catalog: a JSON file or an https URL")
+      ->type_name("FILE|URL");
   add_format_flag(sub, cmd->format);
   return {sub, [cmd] { return (*cmd)(); }};
 }

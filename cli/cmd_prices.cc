@@ -3,6 +3,7 @@
 #include <cstdio>
 
 #include "billing/prices_table.h"
+#include "cli/args.h"
 #include "cli/common.h"
 
 namespace nodus::cli {
@@ -23,7 +24,9 @@ struct PricesCommand {
 Command add_prices(CLI::App& app) {
   auto cmd = std::make_shared<PricesCommand>();
   CLI::App* sub = app.add_subcommand("prices", "list the GPU price catalog");
-  sub->add_option("--prices", cmd->prices, "price catalog: a JSON file or an https URL");
+  set_examples(sub, {"nodus prices", "nodus prices --prices my-prices.json --format json"});
+  sub->add_option("--prices", cmd->prices, "price catalog: a JSON file or an https URL")
+      ->type_name("FILE|URL");
   add_format_flag(sub, cmd->format);
   return {sub, [cmd] { return (*cmd)(); }};
 }

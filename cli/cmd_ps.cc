@@ -1,6 +1,7 @@
 // nodus ps: running and recent jobs (-a: all).
 
 #include "backend/backend.h"
+#include "cli/args.h"
 #include "cli/common.h"
 #include "cli/job_views.h"
 
@@ -44,8 +45,12 @@ struct PsCommand {
 Command add_ps(CLI::App& app) {
   auto cmd = std::make_shared<PsCommand>();
   CLI::App* sub = app.add_subcommand("ps", "list running and recent jobs");
+  set_examples(sub, {"nodus ps", "nodus ps -a --format json", "nodus ps -n 50"});
   sub->add_flag("-a,--all", cmd->all, "all jobs");
-  sub->add_option("-n,--last", cmd->limit, "how many finished jobs to show")->capture_default_str();
+  sub->add_option("-n,--last", cmd->limit, "how many finished jobs to show")
+      ->type_name("N")
+      ->check(CLI::Range(0, 1000000))
+      ->capture_default_str();
   add_format_flag(sub, cmd->format);
   return {sub, [cmd] { return (*cmd)(); }};
 }

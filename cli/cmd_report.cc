@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <fstream>
 
+#include "cli/args.h"
 #include "cli/common.h"
 #include "cli/job_views.h"
 #include "cli/sweep_results.h"
@@ -164,9 +165,15 @@ Command add_report(CLI::App& app) {
   auto cmd = std::make_shared<ReportCommand>();
   CLI::App* sub = app.add_subcommand(
       "report", "a self-contained HTML report (or Markdown) of a sweep or a job");
-  sub->add_option("id", cmd->id, "sweep id (s3) or name, or job id or name")->required();
-  sub->add_option("-o,--output", cmd->output, "file to write (default: stdout)");
-  sub->add_option("--format", cmd->format, "html or md")->capture_default_str();
+  set_examples(sub, {"nodus report s3 -o report.html", "nodus report resnet --format md"});
+  sub->add_option("id", cmd->id, "sweep id (s3) or name, or job id or name")
+      ->type_name("SWEEP|JOB")
+      ->required();
+  sub->add_option("-o,--output", cmd->output, "file to write (default: stdout)")->type_name("FILE");
+  sub->add_option("--format", cmd->format, "html or md")
+      ->type_name("html|md")
+      ->check(one_of({"html", "md"}))
+      ->capture_default_str();
   return {sub, [cmd] { return (*cmd)(); }};
 }
 

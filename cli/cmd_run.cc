@@ -5,6 +5,7 @@
 #include <cstdio>
 
 #include "backend/backend.h"
+#include "cli/args.h"
 #include "cli/common.h"
 #include "core/config.h"
 #include "core/error.h"
@@ -113,14 +114,16 @@ struct RunCommand {
 
 Command add_run(CLI::App& app) {
   auto cmd = std::make_shared<RunCommand>();
-  CLI::App* sub =
-      app.add_subcommand("run", "run a job with caps: nodus run [options] -- CMD [ARGS...]");
+  CLI::App* sub = app.add_subcommand("run", "run a job with cost and time caps");
+  takes_command(sub);
+  set_examples(sub, {"nodus run --gpu H100:2 --max-cost 5 --timeout 2h -- python train.py",
+                     "nodus run -d --gpu L4 --max-cost 1 --name tune -- python train.py --lr 3e-4",
+                     "nodus run --timeout 90s -- ./preprocess.sh data/"});
   add_run_flags(sub, cmd->flags);
   sub->add_flag("-d,--detach", cmd->detach,
                 "print the job id and return; a background supervisor enforces the caps");
-  sub->prefix_command();
-  return {sub, [cmd, sub] {
-            cmd->flags.command = job_command(sub);
+  return {sub, [cmd] {
+            cmd->flags.command = job_command();
             return (*cmd)();
           }};
 }

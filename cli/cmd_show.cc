@@ -3,11 +3,13 @@
 
 #include <cstdio>
 
+#include "cli/args.h"
 #include "cli/common.h"
 #include "cli/job_views.h"
 #include "cli/sweep_views.h"
 #include "core/error.h"
 #include "core/parse.h"
+#include "core/text.h"
 #include "telemetry/summary.h"
 #include "telemetry/util_series.h"
 
@@ -23,7 +25,7 @@ void print_job(store::Store& store, const JobRecord& job, Format format) {
   auto stats = store.stats(job.id);
   nlohmann::json j = job_json(job);
   j["stats"] = stats ? stats->values : nlohmann::json::object();
-  if (format == Format::kJson) return print(j.dump(2) + "\n");
+  if (format == Format::kJson) return print(dump_json(j) + "\n");
 
   Table t({{"field", "FIELD"}, {"value", "VALUE"}});
   auto row = [&](const std::string& k, const std::string& v) {
@@ -52,8 +54,7 @@ void print_job(store::Store& store, const JobRecord& job, Format format) {
   if (job.sweep_id)
     row("sweep",
         "s" + std::to_string(*job.sweep_id) + " cell " + std::to_string(job.cell_index + 1));
-  for (const auto& [k, v] : job.env)
-    row("env " + k, is_secret_name(k) ? std::string(kRedacted) : v);
+  for (const auto& [k, v] : job.env) row("env " + k, redact_env_value(k, v));
 
   if (stats) {
     telemetry::Summary s = stats->values.get<telemetry::Summary>();
@@ -85,8 +86,8 @@ void print_job(store::Store& store, const JobRecord& job, Format format) {
   }
   if (format == Format::kTable) {
     for (size_t i = 0; i < t.size(); ++i)
-      std::printf("%-16s %s\n", t.raw(i)["field"].get<std::string>().c_str(),
-                  t.raw(i)["value"].get<std::string>().c_str());
+      std::printf("%-16s %s\n", escape_control(t.raw(i)["field"].get<std::string>()).c_str(),
+                  escape_control(t.raw(i)["value"].get<std::string>()).c_str());
   } else {
     print(t.render(format));
   }
@@ -107,7 +108,8 @@ struct ShowCommand {
       if (auto job = store->find_job(id)) return print_job(*store, *job, f), 0;
     }
     if (auto sweep = store->find_sweep(id)) return print_sweep(*store, *sweep, sort, f), 0;
-    throw Fatal("unknown job or sweep '" + id + "': see nodus ps -a and nodus sweeps");
+    throw Fatal("unknown job or sweep '" + escape_control(id) +
+                "': see nodus ps -a and nodus sweeps");
   }
 };
 }  // namespace
@@ -116,8 +118,12 @@ Command add_show(CLI::App& app) {
   auto cmd = std::make_shared<ShowCommand>();
   CLI::App* sub = app.add_subcommand(
       "show", "show a job (utilization, idle cost, diagnosis) or a sweep's table");
-  sub->add_option("id", cmd->id, "job id or name, or sweep id (s3) or name")->required();
-  sub->add_option("--sort", cmd->sort, "sweep table: sort by this column");
+  set_examples(sub,
+               {"nodus show 42", "nodus show resnet --format json", "nodus show s3 --sort cost"});
+  sub->add_option("id", cmd->id, "job id or name, or sweep id (s3) or name")
+      ->type_name("JOB|SWEEP")
+      ->required();
+  sub->add_option("--sort", cmd->sort, "sweep table: sort by this column")->type_name("COLUMN");
   add_format_flag(sub, cmd->format);
   return {sub, [cmd] { return (*cmd)(); }};
 }

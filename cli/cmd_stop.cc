@@ -7,6 +7,7 @@
 #include <cstdio>
 
 #include "backend/backend.h"
+#include "cli/args.h"
 #include "cli/common.h"
 #include "core/error.h"
 #include "core/parse.h"
@@ -71,7 +72,8 @@ struct StopCommand {
 Command add_stop(CLI::App& app) {
   auto cmd = std::make_shared<StopCommand>();
   CLI::App* sub = app.add_subcommand("stop", "stop running jobs");
-  sub->add_option("job", cmd->ids, "job ids or names")->required();
+  set_examples(sub, {"nodus stop 42", "nodus stop resnet tune-2"});
+  sub->add_option("job", cmd->ids, "job ids or names")->type_name("JOB")->required();
   return {sub, [cmd] { return (*cmd)(); }};
 }
 

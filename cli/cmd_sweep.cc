@@ -5,6 +5,7 @@
 
 #include <cstdio>
 
+#include "cli/args.h"
 #include "cli/common.h"
 #include "cli/sweep_views.h"
 #include "core/config.h"
@@ -35,7 +36,7 @@ struct SweepFlags {
 // The flags that define what the cells run, as stored for --resume.
 nlohmann::json definition_options(const SweepFlags& f, const engine::JobRequest& r) {
   nlohmann::json env = nlohmann::json::object();
-  for (const auto& [k, v] : r.env) env[k] = is_secret_name(k) ? std::string(kRedacted) : v;
+  for (const auto& [k, v] : r.env) env[k] = redact_env_value(k, v);
   return {{"gpu", f.run.gpu},
           {"max_cost", f.run.max_cost},
           {"timeout", f.run.timeout},
@@ -70,8 +71,10 @@ void restore_flags(SweepFlags& f, const store::SweepRecord& sweep) {
   f.run.util_window = o.value("util_window", "5m");
   f.run.sample_interval = o.value("sample_interval", "1s");
   f.run.env.clear();
-  for (const auto& [k, v] : o.value("env", nlohmann::json::object()).items()) {
-    if (v == kRedacted)
+  // A named copy: items() of the temporary that value() returns would dangle.
+  const nlohmann::json env = o.value("env", nlohmann::json::object());
+  for (const auto& [k, v] : env.items()) {
+    if (!v.is_string() || is_redacted(v.get<std::string>()))
       throw Fatal("--resume " + sweep_label(sweep) + ": it was started with a secret --env " + k +
                   " that nodus does not keep; repeat the sweep's command with --resume");
     f.run.env.push_back(k + "=" + v.get<std::string>());
@@ -248,23 +251,35 @@ struct SweepCommand {
 Command add_sweep(CLI::App& app) {
   auto cmd = std::make_shared<SweepCommand>();
   CLI::App* sub = app.add_subcommand(
-      "sweep",
-      "run a job once per cell of a parameter grid: nodus sweep --param N=V1,V2 -- CMD {N}");
+      "sweep", "run a job once per cell of a parameter grid ({NAME} in CMD is the cell's value)");
+  takes_command(sub);
+  set_examples(sub,
+               {"nodus sweep --gpu H100 --max-cost 2 --budget 20 -p num_workers=0,4,8 -- python "
+                "train.py --workers {num_workers}",
+                "nodus sweep -p bs=64..1024:x2 -p lr=1e-4,3e-4 --dry-run -- python train.py "
+                "--bs {bs} --lr {lr}",
+                "nodus sweep --resume s3"});
   add_run_flags(sub, cmd->f.run);
   sub->add_option("-p,--param", cmd->f.params,
-                  "NAME=VALUES: 4,8,16 | 1..8 | 1..16:4 | 64..1024:x2 (repeatable)");
+                  "NAME=VALUES: 4,8,16 | 1..8 | 1..16:4 | 64..1024:x2 (repeatable)")
+      ->type_name("NAME=VALUES")
+      ->check(param_value());
   sub->add_option("--parallel", cmd->f.parallel,
-                  "at most N cells at once (default: as many as the free GPUs allow)");
-  sub->add_option("--budget", cmd->f.budget, "cap on the whole sweep's cost, USD");
+                  "at most N cells at once (default: as many as the free GPUs allow)")
+      ->type_name("N")
+      ->check(CLI::Range(1, 4096));
+  sub->add_option("--budget", cmd->f.budget, "cap on the whole sweep's cost")
+      ->type_name("USD")
+      ->check(usd_value());
   sub->add_flag("--dry-run", cmd->f.dry_run,
                 "print the cells and the worst-case cost; run nothing");
   sub->add_flag("-y,--yes", cmd->f.yes, "confirm a sweep of more than 1000 cells");
-  sub->add_option("--resume", cmd->f.resume, "rerun the cells of SWEEP that did not complete");
-  sub->add_option("--sort", cmd->f.sort, "sort the table by this column");
+  sub->add_option("--resume", cmd->f.resume, "rerun the cells of SWEEP that did not complete")
+      ->type_name("SWEEP");
+  sub->add_option("--sort", cmd->f.sort, "sort the table by this column")->type_name("COLUMN");
   add_format_flag(sub, cmd->f.format);
-  sub->prefix_command();
-  return {sub, [cmd, sub] {
-            auto rest = job_command(sub);
+  return {sub, [cmd] {
+            auto rest = job_command();
             if (!rest.empty()) cmd->f.run.command = rest;
             return (*cmd)();
           }};

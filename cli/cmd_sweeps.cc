@@ -1,5 +1,6 @@
 // nodus sweeps: every sweep with its cell counts, state and total cost.
 
+#include "cli/args.h"
 #include "cli/common.h"
 #include "cli/sweep_views.h"
 #include "core/parse.h"
@@ -66,7 +67,11 @@ struct SweepsCommand {
 Command add_sweeps(CLI::App& app) {
   auto cmd = std::make_shared<SweepsCommand>();
   CLI::App* sub = app.add_subcommand("sweeps", "list sweeps");
-  sub->add_option("-n,--last", cmd->limit, "how many sweeps")->capture_default_str();
+  set_examples(sub, {"nodus sweeps", "nodus sweeps -n 5 --format json"});
+  sub->add_option("-n,--last", cmd->limit, "how many sweeps")
+      ->type_name("N")
+      ->check(CLI::Range(0, 1000000))
+      ->capture_default_str();
   add_format_flag(sub, cmd->format);
   return {sub, [cmd] { return (*cmd)(); }};
 }

@@ -3,6 +3,7 @@
 #include <cstdio>
 
 #include "backend/local/inventory.h"
+#include "cli/args.h"
 #include "core/config.h"
 #include "core/error.h"
 #include "core/parse.h"
@@ -19,33 +20,55 @@ std::optional<std::vector<std::string>>& trailing() {
 
 void set_trailing_command(std::vector<std::string> command) { trailing() = std::move(command); }
 
-std::vector<std::string> job_command(CLI::App* sub) {
-  if (trailing()) return *trailing();
-  return sub->remaining();
-}
+std::vector<std::string> job_command() { return trailing().value_or(std::vector<std::string>{}); }
 
 void add_run_flags(CLI::App* sub, RunFlags& f) {
   sub->add_option("--gpu", f.gpu, "GPUs as TYPE[:COUNT] (H100, h100:8, L4) or none")
+      ->type_name("TYPE[:COUNT]")
+      ->check(gpu_value())
       ->capture_default_str();
-  sub->add_option("--max-cost", f.max_cost,
-                  "stop before the job costs more than USD (5, 5.00, $5)");
-  sub->add_option("--timeout", f.timeout, "stop after DURATION (90s, 30m, 2h, 1h30m, 1d)");
-  sub->add_option("--grace", f.grace, "time between SIGTERM and SIGKILL")->capture_default_str();
-  sub->add_option("--name", f.name, "a name for the job");
-  sub->add_option("-e,--env", f.env, "K=V added to the job's environment (repeatable)");
-  sub->add_option("-w,--workdir", f.workdir, "working directory of the job");
-  sub->add_option("--image", f.image, "run inside this container image (podman or docker)");
-  sub->add_option("--backend", f.backend, "local or slurm (default $NODUS_BACKEND or local)");
-  sub->add_option("--prices", f.prices, "price catalog: a JSON file or an https URL");
+  sub->add_option("--max-cost", f.max_cost, "stop before the job costs more than USD (5, 5.00, $5)")
+      ->type_name("USD")
+      ->check(usd_value());
+  sub->add_option("--timeout", f.timeout, "stop after DURATION (90s, 30m, 2h, 1h30m, 1d)")
+      ->type_name("DURATION")
+      ->check(duration_value());
+  sub->add_option("--grace", f.grace, "time between SIGTERM and SIGKILL")
+      ->type_name("DURATION")
+      ->check(duration_value())
+      ->capture_default_str();
+  sub->add_option("--name", f.name, "a name for the job (not of the form 42 or s3)")
+      ->type_name("NAME")
+      ->check(name_value());
+  sub->add_option("-e,--env", f.env, "K=V added to the job's environment (repeatable)")
+      ->type_name("K=V")
+      ->check(env_value());
+  sub->add_option("-w,--workdir", f.workdir, "working directory of the job")->type_name("DIR");
+  sub->add_option("--image", f.image, "run inside this container image (podman or docker)")
+      ->type_name("IMAGE");
+  sub->add_option("--backend", f.backend, "local or slurm (default $NODUS_BACKEND or local)")
+      ->type_name("local|slurm")
+      ->check(one_of({"local", "slurm"}));
+  sub->add_option("--prices", f.prices, "price catalog: a JSON file or an https URL")
+      ->type_name("FILE|URL");
   sub->add_flag("--no-wait", f.no_wait, "fail instead of waiting when the GPUs are busy");
-  sub->add_option("--sample-interval", f.sample_interval, "telemetry sampling period")
+  sub->add_option("--sample-interval", f.sample_interval, "telemetry sampling period (>= 50ms)")
+      ->type_name("DURATION")
+      ->check(duration_value())
       ->capture_default_str();
   sub->add_option("--min-util", f.min_util,
-                  "stop when mean GPU utilization over --util-window is below PCT");
-  sub->add_option("--util-window", f.util_window, "window for --min-util")->capture_default_str();
+                  "stop when mean GPU utilization over --util-window is below PCT")
+      ->type_name("PCT")
+      ->check(percent_value());
+  sub->add_option("--util-window", f.util_window, "window for --min-util")
+      ->type_name("DURATION")
+      ->check(duration_value())
+      ->capture_default_str();
   sub->add_option("--metric-regex", f.metric_regex,
-                  "NAME=REGEX: a metric from the job's output lines");
+                  "NAME=REGEX: a metric from the job's output lines (repeatable)")
+      ->type_name("NAME=REGEX");
   sub->add_option("--throughput", f.throughput, "metric that measures throughput")
+      ->type_name("METRIC")
       ->capture_default_str();
 }
 
@@ -53,6 +76,7 @@ engine::JobRequest to_request(const RunFlags& f) {
   engine::JobRequest r;
   r.argv = f.command;
   r.name = f.name;
+  if (!f.name.empty()) value_or_throw(check_name(f.name, "--name"));
   r.backend = f.backend.empty() ? config_get("backend") : f.backend;
   if (r.backend != "local" && r.backend != "slurm")
     throw Fatal("--backend: unknown backend '" + r.backend + "': expected local or slurm");
@@ -93,7 +117,10 @@ engine::Inventory local_inventory(const billing::Catalog& catalog) {
 }
 
 void add_format_flag(CLI::App* sub, std::string& format) {
-  sub->add_option("--format", format, "table, json, csv or md")->capture_default_str();
+  sub->add_option("--format", format, "table, json, csv or md")
+      ->type_name("FORMAT")
+      ->check(format_value())
+      ->capture_default_str();
 }
 
 Format format_from(const std::string& text) { return value_or_throw(parse_format(text)); }

@@ -60,10 +60,10 @@ struct RunFlags {
   std::vector<std::string> command;
 };
 void add_run_flags(CLI::App* sub, RunFlags& flags);
-// The job's command: what followed "--" on the command line, else what CLI11 left unparsed
-// (`nodus run python train.py`).
+// The job's command as split off by split_command_line (cli/args.h): what followed "--", or
+// `run`'s first plain word and everything after it. Empty when none was given.
 void set_trailing_command(std::vector<std::string> command);
-std::vector<std::string> job_command(CLI::App* sub);
+std::vector<std::string> job_command();
 engine::JobRequest to_request(const RunFlags& flags);
 
 std::unique_ptr<store::Store> open_store();

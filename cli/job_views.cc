@@ -32,7 +32,7 @@ nlohmann::json job_json(const JobRecord& job) {
     return o ? nlohmann::json(*o) : nlohmann::json();
   };
   nlohmann::json env = nlohmann::json::object();
-  for (const auto& [k, v] : job.env) env[k] = is_secret_name(k) ? std::string(kRedacted) : v;
+  for (const auto& [k, v] : job.env) env[k] = redact_env_value(k, v);
   return {
       {"id", job.id},
       {"name", job.name},

@@ -2,17 +2,26 @@
 // main() is the one place that turns errors into exit codes.
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cstdio>
 #include <exception>
+#include <memory>
 #include <string>
 #include <vector>
 
+#include "cli/args.h"
 #include "cli/common.h"
 #include "core/error.h"
+#include "core/text.h"
 
 int main(int argc, char** argv) {
   using namespace nodus;
+  // Every error is one line of valid UTF-8 whatever the user typed into the value it names.
+  auto fail = [](const std::string& message) {
+    std::fprintf(stderr, "nodus: %s\n", escape_control(message).c_str());
+  };
   CLI::App app{"nodus: run GPU jobs with hard cost caps, sweep them, and see what idle GPUs cost"};
+  app.formatter(std::make_shared<cli::HelpFormatter>());  // inherited by every subcommand
   app.set_version_flag("--version", "nodus 0.1.0");
   app.require_subcommand(1);
   std::vector<cli::Command> commands = {
@@ -21,19 +30,14 @@ int main(int argc, char** argv) {
       cli::add_prices(app), cli::add_estimate(app),  cli::add_report(app), cli::add_config(app),
       cli::add_gpus(app),   cli::add_supervise(app),
   };
-  // Everything after the first "--" is the job's command, whatever it looks like: CLI11 never sees
-  // it.
-  std::vector<std::string> args;
-  for (int i = argc - 1; i >= 1; --i) args.emplace_back(argv[i]);  // CLI11 wants them reversed
-  for (int i = 1; i < argc; ++i) {
-    if (std::string(argv[i]) == "--") {
-      cli::set_trailing_command(std::vector<std::string>(argv + i + 1, argv + argc));
-      args = std::vector<std::string>(args.end() - (i - 1), args.end());
-      break;
-    }
-  }
+  cli::harden(app);
   try {
-    app.parse(args);
+    // The job's command (after "--", or from the first plain word of `run`/`sweep`) never
+    // reaches CLI11; every other argument must be an option CLI11 knows, or parsing fails.
+    auto line = cli::split_command_line(app, std::vector<std::string>(argv + 1, argv + argc));
+    if (line.has_command) cli::set_trailing_command(line.command);
+    std::vector<std::string> reversed(line.options.rbegin(), line.options.rend());
+    app.parse(reversed);
   } catch (const CLI::CallForHelp& e) {
     return app.exit(e);
   } catch (const CLI::CallForAllHelp& e) {
@@ -41,17 +45,20 @@ int main(int argc, char** argv) {
   } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    std::fprintf(stderr, "nodus: %s (see nodus --help)\n", e.what());
+    fail(cli::parse_error_message(app, e));
     return exit_code::kNodusError;
+  } catch (const Fatal& e) {
+    fail(e.what());
+    return e.code();
   }
   try {
     for (auto& c : commands)
       if (c.app->parsed()) return c.action();
   } catch (const Fatal& e) {
-    std::fprintf(stderr, "nodus: %s\n", e.what());
+    fail(e.what());
     return e.code();
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "nodus: internal error: %s\n", e.what());
+    fail(std::string("internal error: ") + e.what());
     return exit_code::kNodusError;
   }
   return exit_code::kNodusError;

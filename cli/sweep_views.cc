@@ -34,7 +34,7 @@ void print_sweep(store::Store& store, const store::SweepRecord& sweep, const std
         {"cells", table.raw_rows()},
         {"best_cell", best ? nlohmann::json(results.cells[*best].index) : nlohmann::json()},
         {"summary", summary}};
-    return print(out.dump(2) + "\n");
+    return print(dump_json(out) + "\n");
   }
   print(table.render(format));
   if (format == Format::kCsv) return;

@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <mutex>
 
+#include "core/secret.h"
+
 namespace nodus::http {
 namespace {
 
@@ -154,15 +156,6 @@ class CurlClient : public Client {
 
   const CurlApi& api_;
 };
-
-bool is_secret_name(std::string_view name) {
-  std::string lower;
-  for (char c : name) lower += static_cast<char>(c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c);
-  for (const char* word :
-       {"token", "jwt", "key", "secret", "pass", "sig", "auth", "credential", "session", "cookie"})
-    if (lower.find(word) != std::string::npos) return true;
-  return false;
-}
 
 // Rewrites "a=1&token=xyz" as "a=1&token=<redacted>".
 std::string redact_params(std::string_view params) {

@@ -45,14 +45,6 @@ double JobRecord::gpu_seconds() const {
   return gpu_count * std::max(0.0, end - *started_at);
 }
 
-bool is_secret_name(std::string_view name) {
-  std::string upper = to_upper(name);
-  for (std::string_view word : {"TOKEN", "SECRET", "PASSWORD", "PASSWD", "JWT", "API_KEY", "APIKEY",
-                                "ACCESS_KEY", "PRIVATE_KEY", "CREDENTIAL", "AUTH"})
-    if (upper.find(word) != std::string::npos) return true;
-  return false;
-}
-
 double unix_now() {
   using namespace std::chrono;
   return duration<double>(system_clock::now().time_since_epoch()).count();

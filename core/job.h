@@ -9,6 +9,8 @@
 #include <string_view>
 #include <vector>
 
+#include "core/secret.h"  // is_secret_name, kRedacted: the policy for env
+
 namespace nodus {
 
 // waiting: row written, GPUs not yet free.  starting: GPUs held, process being started.
@@ -73,10 +75,6 @@ struct JobRecord {
 
   double gpu_seconds() const;  // gpu_count x (ended_at or now - started_at)
 };
-
-// True for env names whose values must never be stored or printed (TOKEN, SECRET, PASSWORD, ...).
-bool is_secret_name(std::string_view name);
-constexpr std::string_view kRedacted = "<redacted>";
 
 double unix_now();
 

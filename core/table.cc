@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "core/text.h"
+
 namespace nodus {
 
 Result<Format> parse_format(std::string_view text) {
@@ -15,6 +17,9 @@ Result<Format> parse_format(std::string_view text) {
 
 void Table::add_row(std::vector<std::string> text, nlohmann::json raw) {
   text.resize(columns_.size());
+  // Display text is made safe once, here: a name with a newline or an escape sequence cannot
+  // forge a row or drive the terminal, and widths are measured on what is printed.
+  for (auto& cell : text) cell = escape_control(cell);
   text_.push_back(std::move(text));
   raw_.push_back(std::move(raw));
 }
@@ -26,7 +31,8 @@ bool Table::is_marked(size_t row) const {
 std::string Table::render(Format format) const {
   switch (format) {
     case Format::kJson:
-      return raw_.dump(2) + "\n";
+      // Rows written by older versions may hold invalid UTF-8: replace it rather than fail.
+      return dump_json(raw_) + "\n";
     case Format::kCsv:
       return render_csv();
     case Format::kMd:
@@ -40,7 +46,7 @@ std::string Table::render(Format format) const {
 std::string Table::render_text() const {
   std::vector<size_t> width(columns_.size());
   for (size_t c = 0; c < columns_.size(); ++c) {
-    width[c] = columns_[c].header.size();
+    width[c] = escape_control(columns_[c].header).size();
     for (const auto& row : text_) width[c] = std::max(width[c], row[c].size());
   }
   bool any_mark = !marked_.empty();
@@ -55,20 +61,25 @@ std::string Table::render_text() const {
     return out + "\n";
   };
   std::vector<std::string> headers;
-  for (const auto& col : columns_) headers.push_back(col.header);
+  for (const auto& col : columns_) headers.push_back(escape_control(col.header));
   std::string out = line(headers, false);
   for (size_t r = 0; r < text_.size(); ++r) out += line(text_[r], is_marked(r));
   return out;
 }
 
-std::string csv_escape(std::string_view field) {
-  if (field.find_first_of(",\"\n\r") == std::string_view::npos) return std::string(field);
+std::string csv_escape(std::string_view raw) {
+  std::string field = replace_invalid_utf8(raw);
+  if (field.find_first_of(",\"\n\r") == std::string::npos) return field;
   std::string out = "\"";
   for (char c : field) {
     if (c == '"') out += '"';
     out += c;
   }
   return out + "\"";
+}
+
+std::string dump_json(const nlohmann::json& value, int indent) {
+  return value.dump(indent, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
 std::string Table::render_csv() const {
@@ -80,7 +91,7 @@ std::string Table::render_csv() const {
       if (c) out += ",";
       const auto it = row.find(columns_[c].key);
       if (it == row.end() || it->is_null()) continue;
-      out += csv_escape(it->is_string() ? it->get<std::string>() : it->dump());
+      out += csv_escape(it->is_string() ? it->get<std::string>() : dump_json(*it, -1));
     }
     out += "\n";
   }
@@ -88,11 +99,28 @@ std::string Table::render_csv() const {
 }
 
 std::string Table::render_md() const {
+  // Cells are shown as typed: no extra table column, raw HTML or entity from user text.
   auto esc = [](const std::string& s) {
     std::string out;
-    for (char c : s) {
-      if (c == '|') out += '\\';
-      out += (c == '\n') ? ' ' : c;
+    for (char c : escape_control(s)) {
+      switch (c) {
+        case '<':
+          out += "&lt;";
+          break;
+        case '>':
+          out += "&gt;";
+          break;
+        case '&':
+          out += "&amp;";
+          break;
+        case '|':
+        case '\\':
+          out += '\\';
+          out += c;
+          break;
+        default:
+          out += c;
+      }
     }
     return out;
   };

@@ -50,4 +50,8 @@ class Table {
 
 std::string csv_escape(std::string_view field);
 
+// JSON text for stdout: bytes that are not valid UTF-8 (rows written by older versions) become
+// U+FFFD instead of failing the whole listing.
+std::string dump_json(const nlohmann::json& value, int indent = 2);
+
 }  // namespace nodus

@@ -64,12 +64,11 @@ std::string build_update() {
   return sql + " WHERE id = ?";
 }
 
-// The env as stored: values of secret-looking names never reach the file, even if the caller
-// forgot to redact them.
+// The env as stored: values of secret-looking names and credentials inside URLs never reach the
+// file, even if the caller forgot to redact them (core/secret.h is the policy).
 nlohmann::json stored_env(const std::map<std::string, std::string>& env) {
   nlohmann::json out = nlohmann::json::object();
-  for (const auto& [name, value] : env)
-    out[name] = is_secret_name(name) ? std::string(kRedacted) : value;
+  for (const auto& [name, value] : env) out[name] = redact_env_value(name, value);
   return out;
 }
 

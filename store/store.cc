@@ -9,6 +9,7 @@
 
 #include "core/config.h"
 #include "core/error.h"
+#include "core/files.h"
 #include "store/impl.h"
 #include "store/schema.h"
 
@@ -59,6 +60,13 @@ std::unique_ptr<Store> Store::open(const std::string& path,
   std::string folder = parent_of(path);
   make_folders(folder, path);
   check_writable(path, folder);
+  // The store's folder and the job logs and metrics in it hold commands, paths and output:
+  // only this user may use them, and a folder someone else owns or can write is refused before
+  // anything is stored (core/files.h).
+  for (const std::string& sub : {folder, folder + "/logs", folder + "/metrics"}) {
+    auto ok = ensure_private_folder(sub);
+    if (!ok.ok()) throw Fatal("cannot open store " + path + ": " + ok.error().message);
+  }
   bool created = ::access(path.c_str(), F_OK) != 0;
   auto impl = std::make_unique<Impl>(path, busy_timeout);
   if (created) ::chmod(path.c_str(), 0600);

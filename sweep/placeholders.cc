@@ -107,7 +107,10 @@ nlohmann::json params_json(const std::vector<Param>& params) {
   nlohmann::json out = nlohmann::json::object();
   for (const auto& p : params) {
     auto number = nlohmann::json::parse(p.value, nullptr, /*allow_exceptions=*/false);
-    bool numeric = number.is_number() && std::isfinite(number.get<double>());
+    // A number only when it prints back exactly as typed: 1e5 and 1.50 stay text, so every
+    // output shows the value the user wrote.
+    bool numeric =
+        number.is_number() && std::isfinite(number.get<double>()) && number.dump() == p.value;
     out[p.name] = numeric ? number : nlohmann::json(p.value);
   }
   return out;

@@ -43,7 +43,8 @@ std::map<std::string, std::string> cell_env(const Cell& cell);
 // "num_workers=4 batch_size=128": params in axis order.
 std::string cell_label(const std::vector<Param>& params);
 
-// {"num_workers": 4, "model": "vit"}: values that are JSON numbers become numbers.
+// {"num_workers": 4, "model": "vit"}: values that are JSON numbers printing back exactly as
+// typed become numbers; others (1e5, 1.50, 007) stay the text typed.
 nlohmann::json params_json(const std::vector<Param>& params);
 
 }  // namespace nodus::sweep

@@ -19,6 +19,7 @@
 #include "backend/local/output.h"
 #include "backend/local/process_tree.h"
 #include "backend/local/sentinel.h"
+#include "core/files.h"
 
 namespace nodus::backend {
 namespace {
@@ -127,10 +128,10 @@ Result<void> LocalBackend::submit(JobRecord& job, const LaunchSpec& spec) {
 
   int log_fd = -1;
   if (!spec.log_path.empty()) {
-    log_fd = ::open(spec.log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
-    if (log_fd < 0)
-      return Error::permanent("cannot open log '" + spec.log_path + "': " + std::strerror(errno),
-                              125);
+    // A new file, never through a symlink planted at its name (core/files.h).
+    auto created = create_new_file(spec.log_path, 0600, O_APPEND);
+    if (!created.ok()) return created.error();
+    log_fd = *created;
   }
   int out[2] = {-1, -1}, err[2] = {-1, -1};
   if (::pipe2(out, O_CLOEXEC) != 0 || ::pipe2(err, O_CLOEXEC) != 0) {

@@ -1,6 +1,7 @@
 #pragma once
-// Shared pieces of the CLI integration tests: a catalog with a "TEST" GPU at $3600/GPU-hour
-// ($1 a second, so cost caps bite within seconds), and helpers to read nodus's JSON output.
+// Shared pieces of the CLI integration tests: a catalog with a "TEST" GPU at $900/GPU-hour, so
+// that four of them (kTestGpu, "TEST:4") cost $1 a second and cost caps bite within seconds (a
+// catalog rate may not exceed $1000/GPU-hour), and helpers to read nodus's JSON output.
 
 #include <nlohmann/json.hpp>
 #include <string>
@@ -9,10 +10,13 @@
 
 namespace nodus::testing {
 
+// $1 a second: --gpu kTestGpu with NODUS_LOCAL_GPUS=TEST:4 (or TEST:8 for two at once).
+inline constexpr const char* kTestGpu = "TEST:4";
+
 inline std::string write_test_prices(const NodusHome& home) {
   std::string path = home.file("prices.json");
   write_file(path, R"({"gpus": [
-  {"type": "TEST", "aliases": ["T1"], "usd_per_gpu_hour": 3600, "source": "tests", "checked": "2026-11-29", "device_names": ["Test GPU"]},
+  {"type": "TEST", "aliases": ["T1"], "usd_per_gpu_hour": 900, "source": "tests", "checked": "2026-11-29", "device_names": ["Test GPU"]},
   {"type": "H100-SXM", "aliases": ["H100"], "usd_per_gpu_hour": 2.6, "source": "tests", "checked": "2026-11-29", "device_names": ["H100 80GB HBM3"]}
 ]}
 )");

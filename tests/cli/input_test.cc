@@ -115,8 +115,8 @@ TEST(Estimate, ReproducesTheWorkedExampleToTheCent) {
 TEST(Cost, SumsSpendByDayAndGpu) {
   NodusHome home;
   std::string prices = write_test_prices(home);
-  std::map<std::string, std::string> env{{"NODUS_LOCAL_GPUS", "TEST:1"}, {"NODUS_PRICES", prices}};
-  ASSERT_EQ(home.run({"run", "--gpu", "TEST", "--", "sleep", "0.3"}, env).code, 0);
+  std::map<std::string, std::string> env{{"NODUS_LOCAL_GPUS", "TEST:4"}, {"NODUS_PRICES", prices}};
+  ASSERT_EQ(home.run({"run", "--gpu", kTestGpu, "--", "sleep", "0.3"}, env).code, 0);
   auto r = home.run({"cost", "--format", "json"});
   auto j = nlohmann::json::parse(r.out);
   ASSERT_GE(j["by_gpu"].size(), 1u);

@@ -57,9 +57,9 @@ TEST(Run, CostCapStopsAtTheCapAndNeverBillsMore) {
   NodusHome home;
   std::string prices = write_test_prices(home);
   auto env =
-      std::map<std::string, std::string>{{"NODUS_LOCAL_GPUS", "TEST:1"}, {"NODUS_PRICES", prices}};
+      std::map<std::string, std::string>{{"NODUS_LOCAL_GPUS", "TEST:4"}, {"NODUS_PRICES", prices}};
   // $1.50 at $1/s: SIGTERM 0.5 s before the cap, SIGKILL at it; the script ignores SIGTERM.
-  auto r = home.run({"run", "--gpu", "TEST", "--max-cost", "1.5", "--grace", "500ms", "--", "sh",
+  auto r = home.run({"run", "--gpu", kTestGpu, "--max-cost", "1.5", "--grace", "500ms", "--", "sh",
                      "-c", "trap '' TERM; sleep 30"},
                     env);
   EXPECT_EQ(r.code, 122) << r.err;

@@ -65,11 +65,12 @@ TEST(Sweep, DryRunPrintsCellsAndWorstCaseAndRunsNothing) {
 TEST(Sweep, BudgetIsNeverExceeded) {
   NodusHome home;
   std::string prices = write_test_prices(home);
-  std::map<std::string, std::string> env{{"NODUS_LOCAL_GPUS", "TEST:2"}, {"NODUS_PRICES", prices}};
+  std::map<std::string, std::string> env{{"NODUS_LOCAL_GPUS", "TEST:8"}, {"NODUS_PRICES", prices}};
   // $1/s per GPU; each cell may cost $1.5; the budget covers two cells' worst case, not three.
-  auto r = home.run({"sweep", "--gpu", "TEST", "--max-cost", "1.5", "--grace", "200ms", "--budget",
-                     "3.2", "--param", "i=1..3", "--format", "json", "--", "sleep", "10"},
-                    env);
+  auto r =
+      home.run({"sweep", "--gpu", kTestGpu, "--max-cost", "1.5", "--grace", "200ms", "--budget",
+                "3.2", "--param", "i=1..3", "--format", "json", "--", "sleep", "10"},
+               env);
   EXPECT_EQ(r.code, 122) << r.err;
   auto j = nlohmann::json::parse(r.out);
   double total = 0;
@@ -85,8 +86,8 @@ TEST(Sweep, BudgetIsNeverExceeded) {
 TEST(Sweep, UnboundedCellsUnderABudgetRunAloneCappedAtWhatIsLeft) {
   NodusHome home;
   std::string prices = write_test_prices(home);
-  std::map<std::string, std::string> env{{"NODUS_LOCAL_GPUS", "TEST:2"}, {"NODUS_PRICES", prices}};
-  auto r = home.run({"sweep", "--gpu", "TEST", "--grace", "200ms", "--budget", "1.5", "--param",
+  std::map<std::string, std::string> env{{"NODUS_LOCAL_GPUS", "TEST:8"}, {"NODUS_PRICES", prices}};
+  auto r = home.run({"sweep", "--gpu", kTestGpu, "--grace", "200ms", "--budget", "1.5", "--param",
                      "i=1..2", "--format", "json", "--", "sleep", "10"},
                     env);
   EXPECT_EQ(r.code, 122) << r.err;

@@ -156,9 +156,11 @@ TEST(StoreOpen, UnwritableFolderIsPermissionDenied) {
 
 TEST(StoreOpen, ReadOnlyFileIsPermissionDenied) {
   TempDir dir;
-  ::chmod(dir.path().c_str(), 0777);  // the folder is writable, the file is not
   Store::open(dir.db());
   ::chmod(dir.db().c_str(), 0444);
+  // The folder is the unprivileged child's (a store folder others can write is refused), the
+  // file is not writable by it.
+  if (::geteuid() == 0) ASSERT_EQ(::chown(dir.path().c_str(), 65534, 65534), 0);
   EXPECT_EQ(message_as_unprivileged([&] { Store::open(dir.db()); }),
             "cannot open store " + dir.db() + ": Permission denied");
 }
@@ -173,6 +175,29 @@ TEST(StoreOpen, WaitingTooLongForALockSaysSo) {
   auto waited = std::chrono::steady_clock::now() - start;
   EXPECT_EQ(msg, "store " + dir.db() + " is locked by another process for more than 0.3 s");
   EXPECT_GE(waited, std::chrono::milliseconds(250));
+}
+
+TEST(StoreOpen, FoldersArePrivateAndUnsafeOnesAreRefused) {
+  TempDir dir;
+  std::string home = dir.path() + "/home";
+  Store::open(home + "/nodus.db");
+  for (const std::string& sub : {home, home + "/logs", home + "/metrics"}) {
+    struct stat st {};
+    ASSERT_EQ(::stat(sub.c_str(), &st), 0) << sub;
+    EXPECT_EQ(st.st_mode & 0777, 0700u) << sub;
+  }
+  ::chmod(home.c_str(), 0757);
+  EXPECT_THAT(fatal_message([&] { Store::open(home + "/nodus.db"); }),
+              HasSubstr("others can write to it (mode 0757)"));
+  ::chmod(home.c_str(), 0750);
+  Store::open(home + "/nodus.db");
+  struct stat st {};
+  ::stat(home.c_str(), &st);
+  EXPECT_EQ(st.st_mode & 0777, 0700u) << "group access removed";
+  ::rmdir((home + "/metrics").c_str());
+  ASSERT_EQ(::symlink("/tmp", (home + "/metrics").c_str()), 0);
+  EXPECT_THAT(fatal_message([&] { Store::open(home + "/nodus.db"); }),
+              HasSubstr("others can write"));
 }
 
 TEST(StoreOpen, DefaultPathIsUnderNodusHome) {

@@ -122,5 +122,14 @@ TEST(SweepPlaceholders, ParamsJsonKeepsNumbersAsNumbers) {
   EXPECT_EQ(j["e"], "1e999");
 }
 
+TEST(SweepPlaceholders, ParamsJsonKeepsTheTextTyped) {
+  auto j = params_json({{"a", "1e5"}, {"b", "1.50"}, {"c", "-3"}, {"d", "0.5"}, {"e", "+2"}});
+  EXPECT_EQ(j["a"], "1e5");
+  EXPECT_EQ(j["b"], "1.50");
+  EXPECT_EQ(j["c"], -3);
+  EXPECT_DOUBLE_EQ(j["d"].get<double>(), 0.5);
+  EXPECT_EQ(j["e"], "+2");
+}
+
 }  // namespace
 }  // namespace nodus::sweep

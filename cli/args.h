@@ -1,0 +1,61 @@
+#pragma once
+// The command line, strictly: every option before "--" is known and has a valid, non-empty value
+// before anything runs or is stored; a typo gets a one-line error with the nearest real option or
+// command. Also the help layout (`nodus run [OPTIONS] -- CMD [ARGS...]`, examples).
+
+#include <CLI/CLI.hpp>
+#include <string>
+#include <vector>
+
+#include "core/result.h"
+
+namespace nodus::cli {
+
+// Help: "Usage: nodus run [OPTIONS] -- CMD [ARGS...]" and examples after the options.
+class HelpFormatter : public CLI::Formatter {
+ public:
+  std::string make_usage(const CLI::App* app, std::string name) const override;
+};
+// Marks `sub` as taking the job's command after its options; shown in its usage line.
+void takes_command(CLI::App* sub);
+void set_examples(CLI::App* sub, const std::vector<std::string>& lines);
+
+// Validators that parse the value the way the command will, so a bad value fails at parse time
+// with the parser's own message. Each also rejects "" (an empty value never means "no cap").
+CLI::Validator usd_value();
+CLI::Validator duration_value();
+CLI::Validator gpu_value();
+CLI::Validator percent_value();
+CLI::Validator env_value();
+CLI::Validator format_value();
+CLI::Validator one_of(std::vector<std::string> allowed);
+// A name for a job or sweep: non-empty, valid UTF-8, no control characters, and not the form of
+// an id (42 or s3), so an id and a name can never mean two different things.
+CLI::Validator name_value();
+// --param NAME=VALUES: valid UTF-8 without control characters (the grid parser does the rest).
+CLI::Validator param_value();
+Result<void> check_name(const std::string& name, const std::string& flag);
+
+// Adds to every option of every subcommand that takes a value: not empty, valid UTF-8.
+void harden(CLI::App& app);
+
+// Splits argv (without argv[0]) into what CLI11 parses and the job's command: everything after
+// the first "--", or for a command-taking subcommand, from its first word that is neither an
+// option nor an option's value. Throws Fatal for an unknown subcommand (with the nearest one)
+// and for a command given to a subcommand that takes none.
+struct CommandLine {
+  std::vector<std::string> options;  // for CLI11
+  std::vector<std::string> command;  // the job's, verbatim; CLI11 never sees it
+  bool has_command = false;
+};
+CommandLine split_command_line(const CLI::App& app, const std::vector<std::string>& args);
+
+// The one-line message for a CLI11 parse error, naming the subcommand and, for an unknown
+// option, the nearest known one ("did you mean --max-cost?").
+std::string parse_error_message(CLI::App& app, const CLI::ParseError& e);
+
+// The candidate nearest to `word` by edit distance (a transposition counts 1), or "" when none
+// is close enough to be a likely typo.
+std::string nearest(const std::string& word, const std::vector<std::string>& candidates);
+
+}  // namespace nodus::cli

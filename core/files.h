@@ -1,0 +1,30 @@
+#pragma once
+// Files and folders nodus creates or reads, done safely: nothing planted in $NODUS_HOME (a
+// symlink, a folder others can write) can redirect what nodus writes, and no input file (a FIFO,
+// /dev/zero, a huge file) can hang nodus or exhaust its memory.
+
+#include <sys/types.h>
+
+#include <string>
+
+#include "core/result.h"
+
+namespace nodus {
+
+// Creates `path` as a new file (O_CREAT|O_EXCL|O_NOFOLLOW) and returns its fd, opened for
+// writing with `extra_flags` (e.g. O_APPEND) and O_CLOEXEC. A symlink or anything other than a
+// regular file already there is refused; a regular file already there (left by an older store)
+// is removed first, so nodus never writes through a name it did not create.
+Result<int> create_new_file(const std::string& path, mode_t mode, int extra_flags = 0);
+
+// Makes `path` a folder only its owner can use: created 0700 when missing; when present it must
+// be a folder (not a symlink), owned by this user, and not writable by group or others, else an
+// error says what is wrong and how to fix it; readable-by-others bits are removed.
+Result<void> ensure_private_folder(const std::string& path);
+
+// Reads an input file that must be a regular file of at most max_bytes. `what` names it in
+// errors ("price catalog"). Opening never blocks (a FIFO is refused, not waited on).
+Result<std::string> read_input_file(const std::string& path, const std::string& what,
+                                    size_t max_bytes);
+
+}  // namespace nodus

@@ -1,0 +1,33 @@
+#pragma once
+// The one secret policy: which environment names hold secrets and how a value is shown without
+// the credentials it carries. Everything nodus stores or prints goes through these; the job itself
+// always sees the real values.
+
+#include <string>
+#include <string_view>
+
+namespace nodus {
+
+constexpr std::string_view kRedacted = "<redacted>";
+
+// True for names whose values must never be stored or printed. A name is split into tokens at
+// '_', '-', '.', digits and lower-to-upper case changes (DB_PASS -> DB PASS, apiKey -> api Key).
+// Secret when any token is KEY, PASS, PAT or SIG, or the name (without separators) contains
+// TOKEN, SECRET, PASSWORD, PASSWD, PASSPHRASE, JWT, APIKEY, ACCESSKEY, CREDENTIAL, AUTH, SESSION,
+// COOKIE, PRIVATE or SIGNATURE. Short words count only as whole tokens so PATH, KEYBOARD and SIGMA
+// stay visible.
+bool is_secret_name(std::string_view name);
+
+// `value` with the credentials of every URL-looking part ("scheme://...") replaced: the password
+// of its userinfo (postgres://u:<redacted>@h/db; a userinfo without ':' is replaced whole) and
+// the values of secret-named query or fragment parameters (?token=<redacted>).
+std::string redact_urls(std::string_view value);
+
+// What may be stored or printed for the environment variable name=value: kRedacted when the
+// name looks secret, else the value with redact_urls applied.
+std::string redact_env_value(std::string_view name, std::string_view value);
+
+// True when `value` was redacted by redact_env_value (it holds kRedacted).
+bool is_redacted(std::string_view value);
+
+}  // namespace nodus

@@ -1,0 +1,224 @@
+// The bad-input suite: every invocation a user could mistype, each with its exit code (125), the
+// one-line message it must print, and the proof that nothing ran (the command would have created
+// a marker file; it does not exist) and nothing was stored (no store file, or no rows in it).
+
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+
+#include <filesystem>
+
+#include "cli/fixtures.h"
+
+namespace nodus::testing {
+namespace {
+
+struct Case {
+  std::vector<std::string> args;      // @M: the marker path, @H: the home, @D: a data file (below)
+  std::vector<std::string> mentions;  // each must appear in the one-line error
+};
+
+// Files some cases point --prices at.
+void write_inputs(const NodusHome& home) {
+  write_file(home.file("rate-huge.json"),
+             R"({"gpus": [{"type": "H100-SXM", "aliases": ["H100"], "usd_per_gpu_hour": 1e308,
+  "source": "t", "checked": "2026-11-29", "device_names": []}]})");
+  write_file(home.file("rate-1001.json"),
+             R"({"gpus": [{"type": "H100-SXM", "aliases": ["H100"], "usd_per_gpu_hour": 1001,
+  "source": "t", "checked": "2026-11-29", "device_names": []}]})");
+  write_file(home.file("rate-negative.json"),
+             R"({"gpus": [{"type": "H100-SXM", "aliases": ["H100"], "usd_per_gpu_hour": -1,
+  "source": "t", "checked": "2026-11-29", "device_names": []}]})");
+  write_file(home.file("big.json"), std::string(5 << 20, ' '));
+  ::mkfifo(home.file("fifo.json").c_str(), 0600);
+  std::filesystem::create_directory(home.file("folder.json"));
+}
+
+std::string substitute(std::string arg, const NodusHome& home) {
+  auto replace = [&](const std::string& from, const std::string& to) {
+    for (size_t at = arg.find(from); at != std::string::npos; at = arg.find(from, at + to.size()))
+      arg.replace(at, from.size(), to);
+  };
+  replace("@M", home.file("marker"));
+  replace("@H", home.path());
+  return arg;
+}
+
+size_t rows(const NodusHome& home, const std::string& command) {
+  auto r = command == "ps" ? home.run({"ps", "-a", "--format", "json"})
+                           : home.run({command, "--format", "json"});
+  auto j = nlohmann::json::parse(r.out, nullptr, false);
+  return j.is_array() ? j.size() : 999;
+}
+
+class BadInput : public ::testing::TestWithParam<Case> {};
+
+TEST_P(BadInput, Exit125OneLineNothingRunNothingStored) {
+  NodusHome home;
+  write_inputs(home);
+  std::vector<std::string> args;
+  for (const auto& a : GetParam().args) args.push_back(substitute(a, home));
+  auto r = home.run(args, {{"NODUS_LOCAL_GPUS", "H100:2"}});
+  EXPECT_EQ(r.code, 125) << r.err;
+  for (const auto& m : GetParam().mentions)
+    EXPECT_NE(r.err.find(m), std::string::npos) << "want '" << m << "' in: " << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  EXPECT_EQ(r.err.rfind("nodus: ", 0), 0u) << r.err;
+  EXPECT_TRUE(r.out.empty()) << r.out;
+  EXPECT_FALSE(std::filesystem::exists(home.file("marker"))) << "the command ran";
+  if (std::filesystem::exists(home.file("nodus.db"))) {
+    EXPECT_EQ(rows(home, "ps"), 0u) << "a rejected command stored a job";
+    EXPECT_EQ(rows(home, "sweeps"), 0u) << "a rejected command stored a sweep";
+  }
+}
+
+const std::vector<std::string> kTouch = {"--", "touch", "@M"};
+std::vector<std::string> run(std::vector<std::string> flags) {
+  std::vector<std::string> a = {"run"};
+  a.insert(a.end(), flags.begin(), flags.end());
+  a.insert(a.end(), kTouch.begin(), kTouch.end());
+  return a;
+}
+std::vector<std::string> sweep(std::vector<std::string> flags) {
+  std::vector<std::string> a = {"sweep"};
+  a.insert(a.end(), flags.begin(), flags.end());
+  a.insert(a.end(), kTouch.begin(), kTouch.end());
+  return a;
+}
+
+// Mistyped and misplaced options: the issue's cases first.
+INSTANTIATE_TEST_SUITE_P(
+    UnknownOptions, BadInput,
+    ::testing::Values(
+        Case{run({"--gpu", "H100", "--maxcost=0.0001"}),
+             {"unknown option '--maxcost=0.0001'", "did you mean --max-cost?"}},
+        Case{run({"--gpu", "H100", "--max-cots", "1"}), {"'--max-cots'", "--max-cost?"}},
+        Case{run({"--timout", "1s"}), {"'--timout'", "did you mean --timeout?"}},
+        Case{run({"--gpus", "H100:2"}), {"'--gpus'", "did you mean --gpu?"}},
+        Case{run({"--dry-run"}), {"'--dry-run'", "option of nodus sweep"}},
+        Case{run({"--budget", "1"}), {"'--budget'", "option of nodus sweep"}},
+        Case{sweep({"--budgte", "0.001", "-p", "a=1"}), {"'--budgte'", "did you mean --budget?"}},
+        Case{sweep({"-z", "-p", "a=1"}), {"unknown option '-z'"}},
+        Case{sweep({"-d", "-p", "a=1"}), {"unknown option '-d'", "option of nodus run"}},
+        Case{run({"--MAX-COST", "1"}), {"did you mean --max-cost?"}},
+        Case{run({"--nme", "x"}), {"did you mean --name?"}},
+        Case{run({"-x"}), {"unknown option '-x'"}},
+        Case{run({"--detach=maybe"}), {"run:", "detach"}},
+        Case{{"run", "--maxcost", "1", "touch", "@M"}, {"'--maxcost'", "--max-cost?"}},
+        Case{{"run", "--gpu", "H100", "-q", "touch", "@M"}, {"unknown option '-q'"}},
+        Case{{"run", "--wait", "--", "touch", "@M"}, {"'--wait'", "--no-wait?"}},
+        Case{{"sweep", "-p", "a=1", "--paralel", "2", "--", "touch", "@M"},
+             {"did you mean --parallel?"}},
+        Case{{"sweep", "-p", "a=1", "--dryrun", "--", "touch", "@M"}, {"did you mean --dry-run?"}},
+        Case{{"rnu", "--", "touch", "@M"}, {"unknown command 'rnu'", "did you mean run?"}},
+        Case{{"swep", "-p", "a=1", "--", "touch", "@M"}, {"did you mean sweep?"}},
+        Case{{"pss"}, {"unknown command 'pss'", "did you mean ps?"}},
+        Case{{"launch", "--", "touch", "@M"}, {"unknown command 'launch'"}},
+        Case{{}, {"a command is needed"}},
+        Case{{"--gpu", "H100", "run", "--", "touch", "@M"}, {"'--gpu'", "after the command name"}},
+        Case{{"ps", "-x"}, {"ps:", "unknown option '-x'"}},
+        Case{{"ps", "extra"}, {"unexpected argument 'extra'"}},
+        Case{{"ps", "--", "touch", "@M"}, {"takes no command"}},
+        Case{{"show"}, {"show:", "required"}}, Case{{"stop"}, {"stop:", "required"}},
+        Case{{"logs", "1", "2"}, {"unexpected argument '2'"}},
+        Case{{"cost", "--since7d"}, {"unknown option"}}));
+
+// An empty value never means "no cap" or "default".
+INSTANTIATE_TEST_SUITE_P(
+    EmptyValues, BadInput,
+    ::testing::Values(Case{run({"--gpu", "H100", "--max-cost", ""}), {"--max-cost"}},
+                      Case{run({"--timeout", ""}), {"--timeout"}},
+                      Case{sweep({"--gpu", "H100", "--budget", "", "-p", "a=1"}), {"--budget"}},
+                      Case{run({"--gpu", ""}), {"--gpu"}}, Case{run({"--grace", ""}), {"--grace"}},
+                      Case{run({"--name", ""}), {"--name"}}, Case{run({"--env", ""}), {"--env"}},
+                      Case{run({"--workdir", ""}), {"--workdir"}},
+                      Case{run({"--image", ""}), {"--image"}},
+                      Case{run({"--backend", ""}), {"--backend"}},
+                      Case{run({"--prices", ""}), {"--prices"}},
+                      Case{run({"--sample-interval", ""}), {"--sample-interval"}},
+                      Case{run({"--min-util", ""}), {"--min-util"}},
+                      Case{run({"--util-window", ""}), {"--util-window"}},
+                      Case{run({"--metric-regex", ""}), {"--metric-regex"}},
+                      Case{run({"--throughput", ""}), {"--throughput"}},
+                      Case{sweep({"--param", ""}), {"--param"}},
+                      Case{sweep({"-p", "a=1", "--resume", ""}), {"--resume"}},
+                      Case{{"ps", "--format", ""}, {"--format"}}, Case{{"show", ""}, {"show:"}},
+                      Case{{"cost", "--since", ""}, {"--since"}}, Case{{"stop", ""}, {"stop:"}}));
+
+// Values of the right option but the wrong form or range.
+INSTANTIATE_TEST_SUITE_P(
+    BadValues, BadInput,
+    ::testing::Values(
+        Case{run({"--gpu", "H100", "--max-cost", "0"}), {"--max-cost", "'0'"}},
+        Case{run({"--gpu", "H100", "--max-cost", "1e308"}), {"'1e308'"}},
+        Case{run({"--gpu", "H100", "--max-cost", "5x"}), {"'5x'"}},
+        Case{run({"--gpu", "H100", "--max-cost", "0x10"}), {"'0x10'"}},
+        Case{run({"--gpu", "H100", "--max-cost", "1\n2"}), {"'1\\n2'"}},
+        Case{run({"--gpu", "H100", "--max-cost", "\x1b[2J"}), {"'\\x1b[2J'"}},
+        Case{run({"--timeout", "1s\r"}), {"'1s\\r'"}},
+        Case{run({"--timeout", "0"}), {"--timeout", "'0'"}},
+        Case{run({"--timeout", "1h30"}), {"'1h30'"}}, Case{run({"--timeout", "400d"}), {"'400d'"}},
+        Case{run({"--grace", "-1s"}), {"--grace"}}, Case{run({"--gpu", "H100:0"}), {"'H100:0'"}},
+        Case{run({"--gpu", "H100:65"}), {"'H100:65'"}},
+        Case{run({"--gpu", "H100:1:2"}), {"'H100:1:2'"}},
+        Case{run({"--gpu", "H 100"}), {"'H 100'"}},
+        Case{run({"--gpu", "H100", "--min-util", "101"}), {"'101'"}},
+        Case{run({"--gpu", "H100", "--min-util", "-1"}), {"--min-util"}},
+        Case{run({"--sample-interval", "10ms"}), {"at least 50ms"}},
+        Case{run({"--backend", "k8s"}), {"'k8s'", "local or slurm"}},
+        Case{run({"--env", "NOEQUALS"}), {"'NOEQUALS'"}},
+        Case{run({"--env", "A-B=1"}), {"'A-B=1'"}}, Case{run({"--name", "42"}), {"'42'", "id"}},
+        Case{run({"--name", "s7"}), {"'s7'", "id"}},
+        Case{run({"--name", "bad\xff"}), {"not valid UTF-8"}},
+        Case{run({"--name", "a\nb"}), {"control character", "a\\nb"}},
+        Case{run({"--name", "\x1b[31mred"}), {"control character", "\\x1b"}},
+        Case{run({"--metric-regex", "loss=(\xff)"}), {"not valid UTF-8"}},
+        Case{sweep({"-p", "p=ok,bad\xff"}), {"--param", "not valid UTF-8"}},
+        Case{sweep({"-p", "p=a\x1b[2J"}), {"--param", "control character"}},
+        Case{sweep({"--name", "s1", "-p", "a=1"}), {"'s1'"}},
+        Case{sweep({"-p", "a=1", "--parallel", "0"}), {"--parallel"}},
+        Case{sweep({"-p", "a=1", "--parallel", "abc"}), {"--parallel"}},
+        Case{sweep({"--gpu", "H100", "-p", "a=1", "--budget", "0"}), {"--budget", "'0'"}},
+        Case{sweep({"--gpu", "H100", "-p", "a=1", "--budget", "lots"}), {"'lots'"}},
+        Case{sweep({}), {"--param"}}, Case{sweep({"-p", "=1,2"}), {"=1,2"}},
+        Case{sweep({"-p", "a=1", "--format", "yaml"}), {"'yaml'"}},
+        Case{{"run", "--"}, {"no command"}}, Case{{"stop", "s1"}, {"'s1' is a sweep id"}},
+        Case{{"logs", "s1"}, {"'s1' is a sweep id"}}, Case{{"show", "99"}, {"'99'"}},
+        Case{{"ps", "--format", "yaml"}, {"'yaml'"}}, Case{{"ps", "-n", "-1"}, {"--last"}},
+        Case{{"ps", "-n", "many"}, {"--last"}},
+        Case{{"estimate", "--gpu", "H100", "--hours", "1", "--util", "150"}, {"'150'"}},
+        Case{{"estimate", "--gpu", "H100", "--hours", "0", "--util", "40"}, {"--hours"}},
+        Case{{"cost", "--by", "week"}, {"'week'", "day or gpu"}},
+        Case{{"cost", "--since", "yesterday"}, {"'yesterday'"}},
+        Case{{"report", "s1", "--format", "pdf"}, {"'pdf'"}}));
+
+// Input files: only regular files under the size limit, with rates from $0 to $1000/GPU-hour.
+INSTANTIATE_TEST_SUITE_P(
+    InputFiles, BadInput,
+    ::testing::Values(
+        Case{run({"--gpu", "H100", "--prices", "/dev/zero"}), {"not a regular file"}},
+        Case{run({"--gpu", "H100", "--prices", "@H/fifo.json"}), {"not a regular file"}},
+        Case{run({"--gpu", "H100", "--prices", "@H/big.json"}), {"larger than"}},
+        Case{run({"--gpu", "H100", "--prices", "@H/folder.json"}), {"folder"}},
+        Case{run({"--gpu", "H100", "--prices", "@H/rate-huge.json"}), {"from 0 to 1000"}},
+        Case{run({"--gpu", "H100", "--prices", "@H/rate-1001.json"}), {"from 0 to 1000", "1001"}},
+        Case{{"prices", "--prices", "@H/rate-negative.json"}, {"from 0 to 1000"}},
+        Case{{"prices", "--prices", "/dev/zero"}, {"not a regular file"}},
+        Case{sweep({"--gpu", "H100", "-p", "a=1", "--prices", "@H/fifo.json"}),
+             {"not a regular file"}},
+        Case{run({"--gpu", "H100", "--prices", "@H/missing.json"}), {"missing.json"}}));
+
+TEST(BadInputSuite, HasAtLeast80Invocations) {
+  size_t n = 0;
+  for (const auto* info = ::testing::UnitTest::GetInstance(); info;) {
+    for (int i = 0; i < info->total_test_suite_count(); ++i) {
+      const auto* suite = info->GetTestSuite(i);
+      if (std::string(suite->name()).find("/BadInput") != std::string::npos)
+        n += static_cast<size_t>(suite->total_test_count());
+    }
+    break;
+  }
+  EXPECT_GE(n, 80u);
+}
+
+}  // namespace
+}  // namespace nodus::testing
