@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <set>
 
+#include "core/cost.h"
 #include "core/parse.h"
 #include "store/impl.h"
 #include "store/job_rows.h"
@@ -117,7 +118,7 @@ std::vector<int64_t> Store::reconcile_dead_supervisors() {
       Dead d{stmt.i64(0), 0.0, stmt.text(6)};
       // Nobody saw the job end: bill it up to the moment we found its supervisor gone.
       if (auto started = stmt.opt_f64(5))
-        d.cost = stmt.i64(3) * stmt.f64(4) * std::max(0.0, now - *started) / 3600.0;
+        d.cost = cost_usd(stmt.i32(3), stmt.f64(4), std::max(0.0, now - *started));
       std::string why = "supervisor died; billed up to the time it was found dead";
       d.note = d.note.empty() ? why : d.note + "; " + why;
       dead.push_back(std::move(d));
