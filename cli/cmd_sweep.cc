@@ -70,7 +70,8 @@ void restore_flags(SweepFlags& f, const store::SweepRecord& sweep) {
   f.run.util_window = o.value("util_window", "5m");
   f.run.sample_interval = o.value("sample_interval", "1s");
   f.run.env.clear();
-  for (const auto& [k, v] : o.value("env", nlohmann::json::object()).items()) {
+  const nlohmann::json env = o.value("env", nlohmann::json::object());  // outlives the loop
+  for (const auto& [k, v] : env.items()) {
     if (v == kRedacted)
       throw Fatal("--resume " + sweep_label(sweep) + ": it was started with a secret --env " + k +
                   " that nodus does not keep; repeat the sweep's command with --resume");
