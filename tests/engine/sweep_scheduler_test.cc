@@ -265,7 +265,8 @@ TEST(SweepOutcome, EachFinalState) {
   EXPECT_EQ(sweep_outcome(true, false, {S::kCompleted}), "interrupted");
   EXPECT_EQ(sweep_outcome(false, false, {S::kCompleted, S::kCompleted}), "completed");
   EXPECT_EQ(sweep_outcome(false, false, {}), "completed");
-  EXPECT_EQ(sweep_outcome(false, true, {S::kCompleted}), "budget");
+  // A cell skipped for the budget never ran: its row is still waiting.
+  EXPECT_EQ(sweep_outcome(false, true, {S::kCompleted, S::kWaiting}), "budget");
   EXPECT_EQ(sweep_outcome(false, false, {S::kCompleted, S::kBudget}), "budget");
   EXPECT_EQ(sweep_outcome(false, false, {S::kCompleted, S::kFailed}), "failed");
 }
