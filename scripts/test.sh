@@ -3,7 +3,8 @@
 #   1. scripts/lint.sh: every C++ file clang-format clean, every script shellcheck clean;
 #   2. build/ with -Werror, then every test through ctest: a parallel pass, then the tests that
 #      assert wall-clock bounds (label <suite>-timing, matched by -L timing) one at a time. The
-#      Slurm tests get a real one-node cluster (scripts/slurm-dev-cluster.sh), started here and stopped after;
+#      Slurm tests get a real one-node cluster (scripts/slurm-dev-cluster.sh), started here and
+#      stopped after;
 #   3. build-asan/ under AddressSanitizer + UndefinedBehaviorSanitizer: the unit suites and the
 #      CLI suite (not Slurm, hostile or timing tests). A sanitizer report anywhere, in a test or
 #      in a nodus process it started (supervisors included), fails the run.
