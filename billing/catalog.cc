@@ -128,14 +128,10 @@ Result<Catalog> Catalog::resolve(const std::optional<std::string>& flag,
   return builtin();
 }
 
-double cost_usd(int gpus, double rate_per_gpu_hour, double seconds) {
-  return gpus * rate_per_gpu_hour * seconds / 3600.0;
-}
-
 double cap_seconds(double max_cost, int gpus, double rate_per_gpu_hour) {
-  double usd_per_second = gpus * rate_per_gpu_hour / 3600.0;
-  if (usd_per_second <= 0) return std::numeric_limits<double>::infinity();
-  return max_cost / usd_per_second;
+  double per_second = usd_per_second(gpus, rate_per_gpu_hour);
+  if (per_second <= 0) return std::numeric_limits<double>::infinity();
+  return max_cost / per_second;
 }
 
 }  // namespace nodus::billing

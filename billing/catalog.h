@@ -8,6 +8,7 @@
 #include <string_view>
 #include <vector>
 
+#include "core/cost.h"
 #include "core/result.h"
 
 namespace nodus::billing {
@@ -61,8 +62,8 @@ class Catalog {
   std::string origin_;
 };
 
-// Cost in USD of `gpus` GPUs at `rate` $/GPU-hour for `seconds`.
-double cost_usd(int gpus, double rate_per_gpu_hour, double seconds);
+// Cost in USD of `gpus` GPUs at `rate` $/GPU-hour for `seconds` (the formula lives in core/cost.h).
+using nodus::cost_usd;
 // Seconds after start at which the cost reaches max_cost (infinity when the rate is 0).
 double cap_seconds(double max_cost, int gpus, double rate_per_gpu_hour);
 

@@ -1,6 +1,7 @@
 #include "cli/job_views.h"
 
 #include "cli/common.h"
+#include "core/cost.h"
 #include "core/parse.h"
 
 namespace nodus::cli {
@@ -24,7 +25,7 @@ std::string gpu_label(const JobRecord& job) {
 
 static double live_cost(const JobRecord& job) {
   if (is_final(job.state) || !job.started_at) return job.cost;
-  return job.gpu_count * job.rate_per_gpu_hour * wall_seconds(job) / 3600.0;
+  return cost_usd(job.gpu_count, job.rate_per_gpu_hour, wall_seconds(job));
 }
 
 nlohmann::json job_json(const JobRecord& job) {

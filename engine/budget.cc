@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "core/cost.h"
+
 namespace nodus::engine {
 
 // Below this nothing useful can run: a hundredth of a cent.
@@ -40,7 +42,7 @@ std::optional<double> worst_case_cost(int gpus, double rate, std::optional<doubl
                                       std::optional<long long> timeout_ms, long long grace_ms) {
   std::optional<double> worst = max_cost;
   if (timeout_ms) {
-    double by_time = gpus * rate * (*timeout_ms + grace_ms) / 3'600'000.0;
+    double by_time = cost_usd(gpus, rate, (*timeout_ms + grace_ms) / 1000.0);
     worst = worst ? std::min(*worst, by_time) : by_time;
   }
   if (gpus == 0 || rate == 0) return 0.0;

@@ -2,6 +2,7 @@
 
 #include <cstdio>
 
+#include "core/cost.h"
 #include "core/parse.h"
 #include "engine/sweep_runner.h"
 
@@ -34,7 +35,7 @@ void SweepProgress::cell_started(const PlannedCell& cell, const JobRecord& job) 
   Row& r = rows_.at(cell.index);
   r.state = "running";
   r.started_at = unix_now();
-  r.rate = job.gpu_count * job.rate_per_gpu_hour / 3600.0;
+  r.rate = usd_per_second(job.gpu_count, job.rate_per_gpu_hour);
   r.job_id = job.id;
   if (live_) return redraw();
   std::string gpus;

@@ -10,9 +10,11 @@
 #include <cstring>
 
 #include "core/error.h"
+#include "core/pidfd.h"
 #include "engine/signals.h"
 #include "engine/supervisor_process.h"
 #include "engine/sweep_progress.h"
+#include "engine/sweep_scheduler.h"
 
 namespace nodus::engine {
 namespace {
@@ -21,10 +23,7 @@ struct Running {
   size_t cell = 0;
   pid_t pid = -1;
   int pidfd = -1;
-  double reserved = 0;
 };
-
-int pidfd_open(pid_t pid) { return static_cast<int>(syscall(SYS_pidfd_open, pid, 0)); }
 
 }  // namespace
 
@@ -36,105 +35,105 @@ int default_parallel(const JobRecord& cell, const Inventory* inventory) {
   return std::max(1, have / cell.gpu_count);
 }
 
+namespace {
+
+// Starts cells for the scheduler: writes the job row (with the budget's cap), claims the GPUs,
+// spawns the cell's supervisor and keeps what the loop needs to wait for it.
+class CellLauncher : public SweepScheduler::Launcher {
+ public:
+  CellLauncher(store::Store& store, SweepProgress& progress, store::SweepRecord& sweep,
+               std::vector<PlannedCell>& cells, const SweepSettings& settings)
+      : store_(store), progress_(progress), sweep_(sweep), cells_(cells), settings_(settings) {}
+
+  Outcome start(size_t index, const BudgetLedger::Grant& grant) override {
+    PlannedCell& cell = cells_[index];
+    JobRecord& job = cell.job;
+    if (job.id == 0) {
+      job.sweep_id = sweep_.id;
+      job.supervisor_pid = self_;
+      job.supervisor_start = self_start_;
+      if (grant.cap) {
+        auto opts = job.options;
+        opts["budget_cap"] = *grant.cap;
+        job.options = opts;
+      }
+      insert_job(store_, job);
+    } else if (grant.cap) {
+      job.options["budget_cap"] = *grant.cap;
+      store_.update_job(job);
+    }
+    if (job.gpu_count > 0 && job.backend == "local") {
+      auto got = store_.claim_gpus(job.id, job.gpu_type, job.gpu_count, settings_.inventory->gpus,
+                                   self_, self_start_);
+      if (!got) return Outcome::kGpusBusy;
+      job.gpu_indices = *got;
+    }
+    job.state = JobState::kStarting;
+    store_.update_job(job);
+    Ticket ticket;
+    ticket.job_id = job.id;
+    ticket.env = cell.env;
+    ticket.sweep_cell = true;
+    ticket.parent_pid = self_;
+    if (settings_.inventory) ticket.inventory = *settings_.inventory;
+    auto spawned = spawn_supervisor(ticket);
+    if (!spawned) {
+      store_.release_gpus(job.id);
+      throw Fatal(spawned.error());
+    }
+    close(spawned->status_fd);
+    running.push_back({index, spawned->pid, pidfd_open(spawned->pid)});
+    progress_.cell_started(cell, job);
+    return Outcome::kStarted;
+  }
+
+  void skip(size_t index, std::optional<double> worst, double left) override {
+    PlannedCell& cell = cells_[index];
+    JobRecord& job = cell.job;
+    cell.skipped = true;
+    progress_.cell_skipped(cell, "its worst case " + (worst ? format_usd(*worst) : "(unbounded)") +
+                                     " exceeds the " + format_usd(left) + " left of the budget");
+    if (job.id != 0) {  // an attempt that waited for GPUs in an earlier run
+      job.state = JobState::kBudget;
+      job.ended_at = unix_now();
+      job.note = "not started: the sweep's budget could not cover its worst case";
+      store_.update_job(job);
+    }
+  }
+
+  std::vector<Running> running;
+
+ private:
+  store::Store& store_;
+  SweepProgress& progress_;
+  store::SweepRecord& sweep_;
+  std::vector<PlannedCell>& cells_;
+  const SweepSettings& settings_;
+  const pid_t self_ = getpid();
+  const int64_t self_start_ = store::process_start_time(self_);
+};
+
+}  // namespace
+
 std::string SweepRunner::run(store::SweepRecord& sweep, std::vector<PlannedCell>& cells,
                              const SweepSettings& settings) {
-  BudgetLedger ledger(settings.budget);
+  SweepScheduler scheduler(settings.budget, settings.parallel);
   // A resumed sweep has spent what every earlier attempt of every cell cost, not only the cells
   // that completed: the budget covers the sweep, however many times it was resumed.
-  if (sweep.id != 0) ledger.add_spent(store_.sweep_spent(sweep.id));
+  if (sweep.id != 0) scheduler.add_done(store_.sweep_spent(sweep.id));
+  for (size_t i = 0; i < cells.size(); ++i) {
+    const JobRecord& job = cells[i].job;
+    if (!cells[i].done)
+      scheduler.add_pending(i, worst_case_cost(job.gpu_count, job.rate_per_gpu_hour, job.max_cost,
+                                               job.timeout_ms, job.grace_ms));
+  }
   progress_.begin(cells, settings.budget);
+  CellLauncher launcher(store_, progress_, sweep, cells, settings);
+  auto& running = launcher.running;
 
-  std::vector<size_t> pending;
-  for (size_t i = 0; i < cells.size(); ++i)
-    if (!cells[i].done) pending.push_back(i);
-  std::vector<Running> running;
-  bool interrupted = false;
-  bool budget_skips = false;
-  const pid_t self = getpid();
-  const int64_t self_start = store::process_start_time(self);
-
-  // Starts what fits now, in cell order; a cell that does not fit does not hold back later
-  // cells that do (no idle GPU while a cell that fits waits). Returns true if a cell waits for
-  // GPUs held outside this sweep.
-  auto start_what_fits = [&]() {
-    bool waiting_for_gpus = false;
-    for (auto it = pending.begin(); it != pending.end() && !interrupted;) {
-      if (static_cast<int>(running.size()) >= settings.parallel) break;
-      PlannedCell& cell = cells[*it];
-      JobRecord& job = cell.job;
-      auto worst = worst_case_cost(job.gpu_count, job.rate_per_gpu_hour, job.max_cost,
-                                   job.timeout_ms, job.grace_ms);
-      auto decision = ledger.try_reserve(worst, !running.empty());
-      if (!decision.grant) {
-        if (decision.refusal == BudgetLedger::Refusal::kNever) {
-          cell.skipped = true;
-          budget_skips = true;
-          std::string left = format_usd(ledger.left().value_or(0));
-          progress_.cell_skipped(cell, "its worst case " +
-                                           (worst ? format_usd(*worst) : "(unbounded)") +
-                                           " exceeds the " + left + " left of the budget");
-          if (job.id != 0) {
-            job.state = JobState::kBudget;
-            job.ended_at = unix_now();
-            job.note = "not started: the sweep's budget could not cover its worst case";
-            store_.update_job(job);
-          }
-          it = pending.erase(it);
-          continue;
-        }
-        ++it;
-        continue;
-      }
-      if (job.id == 0) {
-        job.sweep_id = sweep.id;
-        job.supervisor_pid = self;
-        job.supervisor_start = self_start;
-        if (decision.grant->cap) {
-          auto opts = job.options;
-          opts["budget_cap"] = *decision.grant->cap;
-          job.options = opts;
-        }
-        insert_job(store_, job);
-      } else if (decision.grant->cap) {
-        job.options["budget_cap"] = *decision.grant->cap;
-        store_.update_job(job);
-      }
-      if (job.gpu_count > 0 && job.backend == "local") {
-        auto got = store_.claim_gpus(job.id, job.gpu_type, job.gpu_count, settings.inventory->gpus,
-                                     self, self_start);
-        if (!got) {
-          ledger.settle(decision.grant->reserved, 0);
-          waiting_for_gpus = true;
-          ++it;
-          continue;
-        }
-        job.gpu_indices = *got;
-      }
-      job.state = JobState::kStarting;
-      store_.update_job(job);
-      Ticket ticket;
-      ticket.job_id = job.id;
-      ticket.env = cell.env;
-      ticket.sweep_cell = true;
-      ticket.parent_pid = self;
-      if (settings.inventory) ticket.inventory = *settings.inventory;
-      auto spawned = spawn_supervisor(ticket);
-      if (!spawned) {
-        store_.release_gpus(job.id);
-        throw Fatal(spawned.error());
-      }
-      close(spawned->status_fd);
-      Running r{*it, spawned->pid, pidfd_open(spawned->pid), decision.grant->reserved};
-      running.push_back(r);
-      progress_.cell_started(cell, job);
-      it = pending.erase(it);
-    }
-    return waiting_for_gpus;
-  };
-
-  while (!pending.empty() || !running.empty()) {
-    bool waiting_for_gpus = start_what_fits();
-    if (running.empty() && (pending.empty() || interrupted)) break;
+  while (true) {
+    bool waiting_for_gpus = scheduler.start_what_fits(launcher);
+    if (scheduler.finished()) break;
     std::vector<pollfd> fds;
     fds.push_back({signals_.fd(), POLLIN, 0});
     for (const auto& r : running) fds.push_back({r.pidfd, POLLIN, 0});
@@ -144,11 +143,11 @@ std::string SweepRunner::run(store::SweepRecord& sweep, std::vector<PlannedCell>
     if (n < 0 && errno != EINTR) throw Fatal(std::string("poll: ") + std::strerror(errno));
     if (fds[0].revents & POLLIN) {
       while (auto sig = signals_.take()) {
-        if (!interrupted)
+        if (!scheduler.stopped())
           std::fprintf(
               stderr,
               "\nnodus: stopping the sweep: running cells get SIGTERM, finished cells are kept\n");
-        interrupted = true;
+        scheduler.stop();
         for (const auto& r : running) ::kill(r.pid, *sig == SIGINT ? SIGINT : SIGTERM);
       }
     }
@@ -164,15 +163,14 @@ std::string SweepRunner::run(store::SweepRecord& sweep, std::vector<PlannedCell>
       store_.release_gpus(cell.job.id);  // in case its supervisor died before releasing them
       store_.reconcile_dead_supervisors();
       if (auto fresh = store_.job(cell.job.id)) cell.job = *fresh;
-      ledger.settle(it->reserved, cell.job.cost);
+      scheduler.ended(it->cell, cell.job.cost);
       progress_.cell_ended(cell, cell.job);
       running.erase(it);
     }
-    double spent = ledger.spent();
-    progress_.tick(cells, spent);
+    progress_.tick(cells, scheduler.ledger().spent());
   }
   progress_.end();
-  for (size_t i : pending) {  // attempts that waited for GPUs and never started
+  for (size_t i : scheduler.pending()) {  // attempts that waited for GPUs and never started
     JobRecord& job = cells[i].job;
     if (job.id == 0 || is_final(job.state)) continue;
     job.state = JobState::kCancelled;
@@ -182,15 +180,9 @@ std::string SweepRunner::run(store::SweepRecord& sweep, std::vector<PlannedCell>
     store_.update_job(job);
   }
 
-  if (interrupted) return "interrupted";
-  bool all_completed = std::all_of(cells.begin(), cells.end(), [](const PlannedCell& c) {
-    return c.done || c.job.state == JobState::kCompleted;
-  });
-  if (all_completed) return "completed";
-  bool budget_stops = std::any_of(cells.begin(), cells.end(), [](const PlannedCell& c) {
-    return c.job.state == JobState::kBudget;
-  });
-  return budget_skips || budget_stops ? "budget" : "failed";
+  std::vector<JobState> states;
+  for (const auto& c : cells) states.push_back(c.done ? JobState::kCompleted : c.job.state);
+  return sweep_outcome(scheduler.stopped(), scheduler.skipped_for_budget(), states);
 }
 
 }  // namespace nodus::engine

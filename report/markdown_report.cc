@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "core/parse.h"
+#include "core/strings.h"
 #include "report/escape.h"
 #include "report/format.h"
 #include "report/report.h"
@@ -15,12 +16,6 @@ namespace {
 std::string md(const std::string& s) { return markdown_escape(s); }
 
 const char* const kMissing = "\xE2\x80\x94";  // an em dash
-
-std::string join(const std::vector<std::string>& items, const std::string& sep) {
-  std::string out;
-  for (const auto& item : items) out += (out.empty() ? "" : sep) + item;
-  return out;
-}
 
 std::string setup(const ReportData& d) {
   const bool sweep = d.kind == ReportKind::kSweep;

@@ -25,14 +25,16 @@
 #include <utility>
 #include <vector>
 
+#include "core/idle.h"  // kIdleUtilPercent: a sample below it counts as idle
+
 namespace nodus::report {
 
 enum class ReportKind { kSweep, kJob };
 
-inline constexpr double kIdleUtilPercent = 10;  // a sample below this counts as idle
-inline constexpr size_t kMaxUtilPoints = 800;   // points per utilization line, at most
+inline constexpr size_t kMaxUtilPoints = 800;  // points per utilization line, at most
 
-// One finding about a cell, in the shape of CONTEXT's symptom -> cause -> first fix table.
+// One finding about a cell, in the shape of the symptom -> cause -> first fix table of
+// docs/facts.md.
 struct Diagnosis {
   std::string cause;     // "too few DataLoader workers"
   std::string fix;       // "raise num_workers; add pin_memory=True"

@@ -13,5 +13,5 @@ fi
 gpu=$(./build/nodus gpus --format csv | awk -F, 'NR == 2 { print $2 }')
 ./build/nodus sweep --name demo --gpu "$gpu" --timeout 10m \
   --param num_workers=0,1,2 --param batch_size=32,64 \
-  -- /usr/bin/python3 examples/train.py --num-workers {num_workers} --batch-size {batch_size} \
+  -- /usr/bin/python3 examples/train.py --num-workers '{num_workers}' --batch-size '{batch_size}' \
      --steps 30 --image-size 64

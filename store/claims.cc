@@ -6,6 +6,7 @@
 #include <ctime>
 #include <set>
 
+#include "core/cost.h"
 #include "core/parse.h"
 #include "store/impl.h"
 #include "store/job_rows.h"
@@ -139,8 +140,7 @@ std::vector<int64_t> Store::reconcile_dead_supervisors() {
         if (auto timeout_ms = stmt.opt_i64(9))
           end = std::min(end, *started + (*timeout_ms + stmt.i64(10)) / 1000.0);
         d.ended_at = end;
-        const double rate = stmt.i64(3) * stmt.f64(4) / 3600.0;
-        d.cost = rate * std::max(0.0, end - *started);
+        d.cost = cost_usd(stmt.i32(3), stmt.f64(4), std::max(0.0, end - *started));
         std::optional<double> cap = stmt.opt_f64(8);
         auto options = nlohmann::json::parse(stmt.text(11), nullptr, false);
         if (options.is_object() && options.contains("budget_cap") &&

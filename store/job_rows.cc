@@ -1,57 +1,118 @@
 #include "store/job_rows.h"
 
-#include <array>
 #include <charconv>
+#include <iterator>
 
 namespace nodus::store {
 namespace {
 
-// Every column but id, in binding and reading order.
-constexpr std::array<const char*, 32> kColumns = {
-    "name",
-    "backend",
-    "backend_id",
-    "argv",
-    "env",
-    "workdir",
-    "image",
-    "gpu_type",
-    "gpu_count",
-    "gpu_indices",
-    "inventory_source",
-    "rate_per_gpu_hour",
-    "max_cost",
-    "timeout_ms",
-    "grace_ms",
-    "options",
-    "state",
-    "exit_code",
-    "signal",
-    "created_at",
-    "started_at",
-    "ended_at",
-    "cost",
-    "supervisor_pid",
-    "supervisor_start",
-    "log_path",
-    "metrics_path",
-    "note",
-    "sweep_id",
-    "cell_index",
-    "cell_key",
-    "params",
+// Reading a column into a plain member: the type of the member picks the read.
+void get(const Stmt& s, int c, std::string& v) { v = s.text(c); }
+void get(const Stmt& s, int c, int& v) { v = s.i32(c); }
+void get(const Stmt& s, int c, int64_t& v) { v = s.i64(c); }
+void get(const Stmt& s, int c, double& v) { v = s.f64(c); }
+void get(const Stmt& s, int c, std::optional<double>& v) { v = s.opt_f64(c); }
+void get(const Stmt& s, int c, std::optional<int64_t>& v) { v = s.opt_i64(c); }
+void get(const Stmt& s, int c, std::optional<int>& v) {
+  if (auto x = s.opt_i64(c))
+    v = static_cast<int>(*x);
+  else
+    v.reset();
+}
+
+// Non-ASCII bytes are replaced, not thrown on: argv and env come from the user's shell.
+std::string dump(const nlohmann::json& v) {
+  return v.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+nlohmann::json stored_env(const std::map<std::string, std::string>& env);
+
+// One column of `jobs`: its name, how a JobRecord binds to it and how it is read back.
+struct Column {
+  const char* name;
+  void (*bind)(Stmt& s, int param, const JobRecord& j);
+  void (*read)(Db& db, const Stmt& s, int col, JobRecord& j);
 };
+
+template <auto Member>
+constexpr Column plain(const char* name) {
+  return {name, [](Stmt& s, int i, const JobRecord& j) { s.bind(i, j.*Member); },
+          [](Db&, const Stmt& s, int c, JobRecord& j) { get(s, c, j.*Member); }};
+}
+
+nlohmann::json json_at(Db& db, const Stmt& s, int c, const JobRecord& j, const char* name) {
+  return parse_json_column(db, s.text(c), "jobs", j.id, name);
+}
+
+// Every column but id, in binding and reading order: the one list the INSERT, UPDATE and SELECT
+// statements, bind_job and read_job all follow. A new column (after its migration in schema.cc)
+// is one line here.
+const Column kColumns[] = {
+    plain<&JobRecord::name>("name"),
+    plain<&JobRecord::backend>("backend"),
+    plain<&JobRecord::backend_id>("backend_id"),
+    {"argv", [](Stmt& s, int i, const JobRecord& j) { s.bind(i, dump(nlohmann::json(j.argv))); },
+     [](Db& db, const Stmt& s, int c, JobRecord& j) {
+       j.argv = json_at(db, s, c, j, "argv").get<std::vector<std::string>>();
+     }},
+    {"env", [](Stmt& s, int i, const JobRecord& j) { s.bind(i, dump(stored_env(j.env))); },
+     [](Db& db, const Stmt& s, int c, JobRecord& j) {
+       j.env = json_at(db, s, c, j, "env").get<std::map<std::string, std::string>>();
+     }},
+    plain<&JobRecord::workdir>("workdir"),
+    plain<&JobRecord::image>("image"),
+    plain<&JobRecord::gpu_type>("gpu_type"),
+    plain<&JobRecord::gpu_count>("gpu_count"),
+    {"gpu_indices",
+     [](Stmt& s, int i, const JobRecord& j) { s.bind(i, join_indices(j.gpu_indices)); },
+     [](Db&, const Stmt& s, int c, JobRecord& j) { j.gpu_indices = split_indices(s.text(c)); }},
+    plain<&JobRecord::inventory_source>("inventory_source"),
+    plain<&JobRecord::rate_per_gpu_hour>("rate_per_gpu_hour"),
+    plain<&JobRecord::max_cost>("max_cost"),
+    plain<&JobRecord::timeout_ms>("timeout_ms"),
+    plain<&JobRecord::grace_ms>("grace_ms"),
+    {"options", [](Stmt& s, int i, const JobRecord& j) { s.bind(i, dump(j.options)); },
+     [](Db& db, const Stmt& s, int c, JobRecord& j) {
+       j.options = json_at(db, s, c, j, "options");
+     }},
+    {"state", [](Stmt& s, int i, const JobRecord& j) { s.bind(i, to_string(j.state)); },
+     [](Db& db, const Stmt& s, int c, JobRecord& j) {
+       std::string state = s.text(c);
+       auto parsed = job_state_from_string(state);
+       if (!parsed)
+         db.fail_message("job " + std::to_string(j.id) + " has unknown state '" + state +
+                         "' (written by a newer nodus?)");
+       j.state = *parsed;
+     }},
+    plain<&JobRecord::exit_code>("exit_code"),
+    plain<&JobRecord::signal>("signal"),
+    plain<&JobRecord::created_at>("created_at"),
+    plain<&JobRecord::started_at>("started_at"),
+    plain<&JobRecord::ended_at>("ended_at"),
+    plain<&JobRecord::cost>("cost"),
+    plain<&JobRecord::supervisor_pid>("supervisor_pid"),
+    plain<&JobRecord::supervisor_start>("supervisor_start"),
+    plain<&JobRecord::log_path>("log_path"),
+    plain<&JobRecord::metrics_path>("metrics_path"),
+    plain<&JobRecord::note>("note"),
+    plain<&JobRecord::sweep_id>("sweep_id"),
+    plain<&JobRecord::cell_index>("cell_index"),
+    plain<&JobRecord::cell_key>("cell_key"),
+    {"params", [](Stmt& s, int i, const JobRecord& j) { s.bind(i, dump(j.params)); },
+     [](Db& db, const Stmt& s, int c, JobRecord& j) { j.params = json_at(db, s, c, j, "params"); }},
+};
+constexpr size_t kColumnCount = std::size(kColumns);
 
 std::string build_select() {
   std::string sql = "SELECT id";
-  for (const char* c : kColumns) sql += std::string(", ") + c;
+  for (const Column& c : kColumns) sql += std::string(", ") + c.name;
   return sql + " FROM jobs ";
 }
 
 std::string build_insert() {
   std::string cols, params;
-  for (size_t i = 0; i < kColumns.size(); ++i) {
-    cols += (i ? ", " : "") + std::string(kColumns[i]);
+  for (size_t i = 0; i < kColumnCount; ++i) {
+    cols += (i ? ", " : "") + std::string(kColumns[i].name);
     params += i ? ", ?" : "?";
   }
   return "INSERT INTO jobs (" + cols + ") VALUES (" + params + ")";
@@ -59,8 +120,8 @@ std::string build_insert() {
 
 std::string build_update() {
   std::string sql = "UPDATE jobs SET ";
-  for (size_t i = 0; i < kColumns.size(); ++i)
-    sql += (i ? ", " : "") + std::string(kColumns[i]) + " = ?";
+  for (size_t i = 0; i < kColumnCount; ++i)
+    sql += (i ? ", " : "") + std::string(kColumns[i].name) + " = ?";
   return sql + " WHERE id = ?";
 }
 
@@ -111,18 +172,9 @@ std::vector<int> split_indices(const std::string& text) {
 }
 
 int bind_job(Stmt& stmt, const JobRecord& j) {
-  // Non-ASCII bytes are replaced, not thrown on: argv and env come from the user's shell.
-  auto dump = [](const nlohmann::json& v) {
-    return v.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-  };
-  stmt.bind_all(j.name, j.backend, j.backend_id, dump(nlohmann::json(j.argv)),
-                dump(stored_env(j.env)), j.workdir, j.image, j.gpu_type, j.gpu_count,
-                join_indices(j.gpu_indices), j.inventory_source, j.rate_per_gpu_hour, j.max_cost,
-                j.timeout_ms, j.grace_ms, dump(j.options), std::string(to_string(j.state)),
-                j.exit_code, j.signal, j.created_at, j.started_at, j.ended_at, j.cost,
-                j.supervisor_pid, j.supervisor_start, j.log_path, j.metrics_path, j.note,
-                j.sweep_id, j.cell_index, j.cell_key, dump(j.params));
-  return static_cast<int>(kColumns.size()) + 1;
+  int param = 1;
+  for (const Column& c : kColumns) c.bind(stmt, param++, j);
+  return param;
 }
 
 nlohmann::json parse_json_column(Db& db, const std::string& text, const char* table, int64_t id,
@@ -147,46 +199,8 @@ JobRecord read_job(Db& db, const Stmt& s) {
 
 // Column 0 is id; column i + 1 is kColumns[i].
 static void read_job_columns(Db& db, const Stmt& s, JobRecord& j) {
-  auto json = [&](int col, const char* name) {
-    return parse_json_column(db, s.text(col), "jobs", j.id, name);
-  };
-  j.name = s.text(1);
-  j.backend = s.text(2);
-  j.backend_id = s.text(3);
-  j.argv = json(4, "argv").get<std::vector<std::string>>();
-  j.env = json(5, "env").get<std::map<std::string, std::string>>();
-  j.workdir = s.text(6);
-  j.image = s.text(7);
-  j.gpu_type = s.text(8);
-  j.gpu_count = s.i32(9);
-  j.gpu_indices = split_indices(s.text(10));
-  j.inventory_source = s.text(11);
-  j.rate_per_gpu_hour = s.f64(12);
-  j.max_cost = s.opt_f64(13);
-  j.timeout_ms = s.opt_i64(14);
-  j.grace_ms = s.i64(15);
-  j.options = json(16, "options");
-  std::string state = s.text(17);
-  auto parsed = job_state_from_string(state);
-  if (!parsed)
-    db.fail_message("job " + std::to_string(j.id) + " has unknown state '" + state +
-                    "' (written by a newer nodus?)");
-  j.state = *parsed;
-  if (auto v = s.opt_i64(18)) j.exit_code = static_cast<int>(*v);
-  if (auto v = s.opt_i64(19)) j.signal = static_cast<int>(*v);
-  j.created_at = s.f64(20);
-  j.started_at = s.opt_f64(21);
-  j.ended_at = s.opt_f64(22);
-  j.cost = s.f64(23);
-  j.supervisor_pid = s.i64(24);
-  j.supervisor_start = s.i64(25);
-  j.log_path = s.text(26);
-  j.metrics_path = s.text(27);
-  j.note = s.text(28);
-  j.sweep_id = s.opt_i64(29);
-  j.cell_index = s.i32(30);
-  j.cell_key = s.text(31);
-  j.params = json(32, "params");
+  int col = 1;
+  for (const Column& c : kColumns) c.read(db, s, col++, j);
 }
 
 std::vector<JobRecord> read_jobs(Db& db, Stmt& stmt) {

@@ -10,6 +10,7 @@
 #include <functional>
 #include <map>
 
+#include "core/cost.h"
 #include "store/impl.h"
 
 namespace nodus::store {
@@ -34,9 +35,9 @@ void scan_started(Db& db, std::optional<double> since,
     Billed b{stmt.f64(0), stmt.text(1), stmt.i32(2), 0, 0};
     double rate = stmt.f64(3);
     std::optional<double> ended = stmt.opt_f64(4);
-    double hours = std::max(0.0, ended.value_or(now) - b.started_at) / 3600.0;
-    b.gpu_hours = b.gpu_count * hours;
-    b.cost = ended ? stmt.f64(5) : b.gpu_count * rate * hours;
+    double seconds = std::max(0.0, ended.value_or(now) - b.started_at);
+    b.gpu_hours = b.gpu_count * seconds / 3600.0;
+    b.cost = ended ? stmt.f64(5) : cost_usd(b.gpu_count, rate, seconds);
     fn(b);
   }
 }

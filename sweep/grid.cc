@@ -5,6 +5,7 @@
 #include <set>
 
 #include "core/parse.h"
+#include "core/strings.h"
 
 namespace nodus::sweep {
 namespace {
@@ -15,12 +16,6 @@ constexpr std::string_view kForms =
 
 Error bad(std::string_view spec, const std::string& problem) {
   return Error::permanent("--param '" + std::string(spec) + "': " + problem);
-}
-
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
-  return s;
 }
 
 bool parse_int(std::string_view s, int64_t* out) {

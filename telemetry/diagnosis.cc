@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "core/strings.h"
 #include "telemetry/util_series.h"
 
 namespace nodus::telemetry {
@@ -33,12 +34,6 @@ std::string cpu_text(const Summary& s) {
          (*s.cores == 1 ? " core" : " cores");
 }
 
-std::string join(const std::vector<std::string>& parts) {
-  std::string out;
-  for (const auto& p : parts) out += (out.empty() ? "" : ", ") + p;
-  return out;
-}
-
 Finding loader_finding(const Summary& s, bool data_wait_high) {
   std::vector<std::string> ev = {data_wait_text(s), util_text(s)};
   if (s.sawtooth && *s.sawtooth >= kSawtoothHigh)
@@ -52,7 +47,7 @@ Finding loader_finding(const Summary& s, bool data_wait_high) {
             "workers running, cores saturated: decoding or augmentation is CPU-bound",
             "preprocess once (store decoded, resized data) or move transforms to the GPU; more "
             "workers will not help",
-            join(ev),
+            join(ev, ", "),
             false,
             0.9};
   }
@@ -63,7 +58,7 @@ Finding loader_finding(const Summary& s, bool data_wait_high) {
             "io-bound",
             "CPU mostly idle, batches still late: reading from storage",
             "copy the dataset to local disk (or memory) first",
-            join(ev),
+            join(ev, ", "),
             false,
             0.85};
   }
@@ -75,7 +70,7 @@ Finding loader_finding(const Summary& s, bool data_wait_high) {
           "loader starved (loading in the main process, or too few workers)",
           "raise num_workers (try 4, 8, 16), pin_memory=True, persistent_workers=True, "
           "prefetch_factor",
-          join(ev),
+          join(ev, ", "),
           false,
           data_wait_high ? 0.9 : 0.6};
 }
@@ -103,7 +98,7 @@ Finding sync_finding(const Summary& s, bool near_zero, double score) {
           "tensors, Python if on CUDA values)",
           "accumulate on the device and log every N steps; confirm with torch.profiler "
           "(aten::item, cudaStreamSynchronize)",
-          join(ev),
+          join(ev, ", "),
           false,
           score};
 }

@@ -1,6 +1,6 @@
 #pragma once
 // `nodus estimate`: what idle GPU time costs, and what the same work would cost at a higher
-// utilization. The model (CONTEXT): cost = gpus x rate x hours whatever the utilization; idle
+// utilization. The model (docs/facts.md): cost = gpus x rate x hours whatever the utilization; idle
 // dollars = cost x (1 - util); holding busy time fixed (busy = hours x util), the same work at
 // utilization u takes busy / u hours. A model, not a benchmark.
 

@@ -6,14 +6,10 @@
 #include <cstdlib>
 #include <ctime>
 
+#include "core/strings.h"
+
 namespace nodus::telemetry {
 namespace {
-
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
-  return s;
-}
 
 std::vector<std::string_view> split_commas(std::string_view line) {
   std::vector<std::string_view> fields;

@@ -7,12 +7,13 @@
 #include <optional>
 #include <vector>
 
+#include "core/idle.h"
 #include "core/samples.h"
 
 namespace nodus::telemetry {
 
-// A round below this utilization counts as idle (idle_fraction).
-inline constexpr double kIdleUtil = 5;
+// A round below this utilization counts as idle (idle_fraction): the threshold the report uses.
+inline constexpr double kIdleUtil = kIdleUtilPercent;
 // The sawtooth score counts steps between a round below kSawLow and one above kSawHigh.
 inline constexpr double kSawLow = 10;
 inline constexpr double kSawHigh = 50;

@@ -34,7 +34,7 @@ TEST(Estimate, TheWorkedExampleToTheCent) {
 }
 
 TEST(Estimate, IdleDollarsAtEachUtilization) {
-  // CONTEXT: 40% -> $299.52, 60% -> $199.68, 80% -> $99.84, 95% -> $24.96 of $499.20.
+  // docs/facts.md: 40% -> $299.52, 60% -> $199.68, 80% -> $99.84, 95% -> $24.96 of $499.20.
   for (auto [util, idle] :
        {std::pair{40.0, "$299.52"}, {60.0, "$199.68"}, {80.0, "$99.84"}, {95.0, "$24.96"}}) {
     EstimateInput in{8, 2.60, 24, util, {}};

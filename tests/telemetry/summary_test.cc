@@ -58,7 +58,7 @@ TEST(Summarize, SteadySeriesHasNoSawtooth) {
 
 TEST(Summarize, IdleThresholdIsStrict) {
   SummaryInput in;
-  in.gpu = {g(0, 0, 4.9), g(1, 0, 5.0)};
+  in.gpu = {g(0, 0, kIdleUtil - 0.1), g(1, 0, kIdleUtil)};
   EXPECT_DOUBLE_EQ(*summarize(in).idle_fraction, 0.5);
 }
 

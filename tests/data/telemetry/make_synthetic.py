@@ -39,7 +39,7 @@ def clamp(x):
     return max(0.0, min(100.0, x))
 
 
-# Loader starved (num_workers=4 on 16 cores, CONTEXT's 83% data wait): 2 s busy, 3 s idle.
+# Loader starved (num_workers=4 on 16 cores, docs/facts.md's 83% data wait): 2 s busy, 3 s idle.
 series("loader_starved.csv", 60,
        lambda i, r: clamp(90 + r.uniform(-5, 5)) if i % 5 < 2 else clamp(r.uniform(0, 4)),
        5, lambda i, r: 0.95 if i < 5 else 0.83 + r.uniform(-0.02, 0.02),

@@ -1,0 +1,19 @@
+#pragma once
+// The one $/GPU-hour formula. Every place that turns GPUs, a rate and a time into dollars (the
+// final bill, a live job's cost so far, a dead supervisor's bill, spend reports, a sweep's
+// worst case and progress line) calls these, so they cannot drift apart. In core because store/
+// bills jobs too and may not depend on billing/.
+
+namespace nodus {
+
+// Dollars per second of `gpus` GPUs at `rate_per_gpu_hour` each.
+inline double usd_per_second(int gpus, double rate_per_gpu_hour) {
+  return gpus * rate_per_gpu_hour / 3600.0;
+}
+
+// Cost in USD of `gpus` GPUs at `rate_per_gpu_hour` each for `seconds`.
+inline double cost_usd(int gpus, double rate_per_gpu_hour, double seconds) {
+  return gpus * rate_per_gpu_hour * seconds / 3600.0;
+}
+
+}  // namespace nodus

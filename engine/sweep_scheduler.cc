@@ -1,0 +1,58 @@
+#include "engine/sweep_scheduler.h"
+
+#include <algorithm>
+
+namespace nodus::engine {
+
+void SweepScheduler::add_pending(size_t cell, std::optional<double> worst_case) {
+  pending_.push_back(cell);
+  demand_[cell] = Pending{worst_case};
+}
+
+bool SweepScheduler::start_what_fits(Launcher& launcher) {
+  bool waiting_for_gpus = false;
+  for (auto it = pending_.begin(); it != pending_.end() && !stopped_;) {
+    if (static_cast<int>(running_.size()) >= parallel_) break;
+    const size_t cell = *it;
+    const auto worst = demand_[cell].worst_case;
+    auto decision = ledger_.try_reserve(worst, !running_.empty());
+    if (!decision.grant) {
+      if (decision.refusal == BudgetLedger::Refusal::kNever) {
+        skipped_ = true;
+        launcher.skip(cell, worst, ledger_.left().value_or(0));
+        it = pending_.erase(it);
+      } else {
+        ++it;  // fits once running cells end
+      }
+      continue;
+    }
+    if (launcher.start(cell, *decision.grant) == Launcher::Outcome::kGpusBusy) {
+      ledger_.settle(decision.grant->reserved, 0);
+      waiting_for_gpus = true;
+      ++it;
+      continue;
+    }
+    running_[cell] = decision.grant->reserved;
+    it = pending_.erase(it);
+  }
+  return waiting_for_gpus;
+}
+
+void SweepScheduler::ended(size_t cell, double cost) {
+  auto it = running_.find(cell);
+  if (it == running_.end()) return;
+  ledger_.settle(it->second, cost);
+  running_.erase(it);
+}
+
+std::string sweep_outcome(bool interrupted, bool skipped_for_budget,
+                          const std::vector<JobState>& cell_states) {
+  if (interrupted) return "interrupted";
+  auto is = [&](JobState s) { return [s](JobState c) { return c == s; }; };
+  if (std::all_of(cell_states.begin(), cell_states.end(), is(JobState::kCompleted)))
+    return "completed";
+  bool budget_stops = std::any_of(cell_states.begin(), cell_states.end(), is(JobState::kBudget));
+  return skipped_for_budget || budget_stops ? "budget" : "failed";
+}
+
+}  // namespace nodus::engine
