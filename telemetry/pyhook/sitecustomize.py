@@ -42,8 +42,8 @@ class _NodusHook(object):
         self.clock = time.perf_counter
         self.out_dir = out_dir
         self.pid = os.getpid()
-        self.rank = int(os.environ.get("RANK", "0") or 0)
-        self.world = int(os.environ.get("WORLD_SIZE", "1") or 1)
+        self.rank = 0  # known at the first batch: a launcher may set it after start-up
+        self.world = 1
         self.on = True
         # Offset from the monotonic clock to unix time, taken once.
         self.unix_offset = time.time() - self.clock()
@@ -57,10 +57,24 @@ class _NodusHook(object):
         self.loaders = {}  # key -> dict of counters
         self.order = []
         self.first_batch = None  # monotonic time the first batch of any loader arrived
+        self.last_batch = None  # and the latest one
         self.steady = None  # monotonic time the warm-up of the driving loader ended
         self.next_emit = None
         self.lines = None
         self.iter_key = {}  # id(iterator) -> loader key, for iterators seen this interval
+
+    def find_rank(self):
+        # torchrun and accelerate set RANK / WORLD_SIZE; a job that spawns its own processes
+        # may only have an initialized process group.
+        env = self.os.environ
+        if "RANK" in env:
+            self.rank = int(env["RANK"])
+            self.world = int(env.get("WORLD_SIZE", "1"))
+            return
+        dist = _nodus_sys.modules.get("torch.distributed")
+        if dist is not None and dist.is_available() and dist.is_initialized():
+            self.rank = dist.get_rank()
+            self.world = dist.get_world_size()
 
     def fail(self, error):
         self.on = False
@@ -141,7 +155,9 @@ class _NodusHook(object):
             it._nodus_prev = t1
         except Exception:
             pass
+        self.last_batch = t1
         if self.first_batch is None:
+            self.find_rank()
             self.first_batch = t1
             self.next_emit = t1 + 1.0
             self.interval_start = t1
@@ -211,7 +227,8 @@ class _NodusHook(object):
         if not self.on or self.os.getpid() != self.pid or self.first_batch is None:
             return
         try:
-            self.emit(self.clock())
+            # The last interval ends with the last batch: time after the loop is not the loop's.
+            self.emit(max(self.last_batch, self.interval_start))
             if self.lines is not None:
                 self.lines.close()
         except Exception as error:
