@@ -6,6 +6,7 @@
 #include "core/config.h"
 #include "core/error.h"
 #include "core/parse.h"
+#include "telemetry/phases.h"
 
 namespace nodus::cli {
 
@@ -46,6 +47,13 @@ void add_run_flags(CLI::App* sub, RunFlags& f) {
                   "NAME=REGEX: a metric from the job's output lines");
   sub->add_option("--throughput", f.throughput, "metric that measures throughput")
       ->capture_default_str();
+  sub->add_flag("--no-instrument", f.no_instrument,
+                "do not time the DataLoader of a Python job (nodus's sitecustomize hook)");
+  sub->add_option("--warmup", f.warmup,
+                  "batches (20) or time (5s) after the first batch left out of the figures")
+      ->capture_default_str();
+  sub->add_option("--measure", f.measure,
+                  "stop the job after DURATION of steady state (after warm-up); it completed");
 }
 
 engine::JobRequest to_request(const RunFlags& f) {
@@ -71,6 +79,16 @@ engine::JobRequest to_request(const RunFlags& f) {
   r.supervise.util_window = value_or_throw(parse_duration(f.util_window, "--util-window"));
   r.supervise.metric_regexes = f.metric_regex;
   r.supervise.throughput_metric = f.throughput;
+  r.supervise.instrument = !f.no_instrument;
+  if (!telemetry::parse_warmup(f.warmup))
+    throw Fatal("--warmup: invalid value '" + f.warmup +
+                "': expected a number of batches (20) or a duration (5s, 1m)");
+  r.supervise.warmup = f.warmup;
+  if (!f.measure.empty()) {
+    r.supervise.measure = value_or_throw(parse_duration(f.measure, "--measure"));
+    if (r.supervise.measure->count() <= 0)
+      throw Fatal("--measure: invalid value '" + f.measure + "': a duration above 0 (60s, 5m)");
+  }
   return r;
 }
 

@@ -4,6 +4,7 @@
 #include <cstdio>
 
 #include "core/parse.h"
+#include "engine/measure.h"
 #include "sweep/metric_regex.h"
 #include "sweep/metrics.h"
 #include "telemetry/diagnosis.h"
@@ -31,6 +32,7 @@ struct JobObserver::Impl {
   std::optional<std::string> low_util;
   std::unique_ptr<sweep::MetricsFileReader> metrics;
   std::vector<sweep::MetricRegex> regexes;
+  std::unique_ptr<Measurement> measure;  // phases, the Python hook's figures, I/O evidence
   std::vector<GpuSample> gpu_buffer;
   std::vector<HostSample> host_buffer;
   std::vector<MetricPoint> metric_buffer;
@@ -70,6 +72,9 @@ void JobObserver::on_started(const JobRecord& job) {
   m.last_flush = unix_now();
   if (!job.metrics_path.empty())
     m.metrics = std::make_unique<sweep::MetricsFileReader>(job.metrics_path);
+  m.measure = std::make_unique<Measurement>(
+      m.options, job.options.value("instrumentation", nlohmann::json::object()));
+  m.measure->on_started(job);
   if (job.backend != "local") return;
   if (job.gpu_count > 0) {
     m.gpu = telemetry::make_gpu_sampler(static_cast<int>(m.options.sample_interval.count()),
@@ -105,15 +110,26 @@ void JobObserver::tick(const JobRecord& job) {
     m.host = std::make_unique<telemetry::HostSampler>(m.host_pid);  // the baseline
   }
   m.read_metrics(false);
+  if (m.measure) {
+    auto points = m.measure->tick(unix_now());
+    m.metric_buffer.insert(m.metric_buffer.end(), points.begin(), points.end());
+  }
   if (unix_now() - m.last_flush >= kFlushEvery) m.flush();
 }
 
 std::optional<std::string> JobObserver::low_util_reason() const { return impl_->low_util; }
 
+std::optional<std::string> JobObserver::measured_reason() const {
+  return impl_->measure ? impl_->measure->measured(unix_now()) : std::nullopt;
+}
+
 std::string JobObserver::finish(const JobRecord& job) {
   Impl& m = *impl_;
   m.job_id = job.id;
   m.read_metrics(true);
+  if (!m.measure) m.measure = std::make_unique<Measurement>(m.options, nlohmann::json::object());
+  auto hook_points = m.measure->finish(unix_now());
+  m.metric_buffer.insert(m.metric_buffer.end(), hook_points.begin(), hook_points.end());
   m.flush();
 
   telemetry::SummaryInput in;
@@ -122,9 +138,11 @@ std::string JobObserver::finish(const JobRecord& job) {
   in.metrics = m.store.metrics(job.id);
   in.cost = job.cost;
   in.wall_s = job.started_at && job.ended_at ? *job.ended_at - *job.started_at : 0;
-  telemetry::Summary summary = telemetry::summarize(in);
+  Conclusion conclusion = m.measure->conclude(job, in);
+  const telemetry::Summary& summary = conclusion.summary;
   nlohmann::json stats = summary;
-  auto throughput = sweep::steady_mean(in.metrics, m.options.throughput_metric);
+  stats.update(conclusion.stats);
+  auto throughput = conclusion.throughput;
   if (throughput) stats["throughput"] = *throughput;
   stats["throughput_metric"] = m.options.throughput_metric;
   if (m.metrics) {
@@ -137,8 +155,8 @@ std::string JobObserver::finish(const JobRecord& job) {
     stats["gpu_source"] = m.gpu->source();
   else if (!m.gpu_note.empty())
     stats["gpu_note"] = m.gpu_note;
-  auto findings = telemetry::diagnose(summary);
-  stats["verdict"] = telemetry::verdict(summary);
+  auto findings = telemetry::diagnose(summary, conclusion.evidence);
+  stats["verdict"] = telemetry::verdict(summary, conclusion.evidence);
   nlohmann::json list = nlohmann::json::array();
   for (const auto& f : findings)
     list.push_back({{"rule", f.rule},
@@ -146,6 +164,7 @@ std::string JobObserver::finish(const JobRecord& job) {
                     {"cause", f.cause},
                     {"fix", f.fix},
                     {"evidence", f.evidence},
+                    {"signals", f.signals},
                     {"note", f.note}});
   stats["findings"] = list;
   m.store.put_stats({job.id, stats});
@@ -154,6 +173,8 @@ std::string JobObserver::finish(const JobRecord& job) {
   if (summary.util_mean)
     line = "GPU util " + telemetry::format_percent(*summary.util_mean) + ", idle " +
            format_usd(summary.idle_usd.value_or(0)) + " of " + format_usd(job.cost);
+  if (auto phases = conclusion.stats.find("phases"); phases != conclusion.stats.end())
+    line += (line.empty() ? "" : "; ") + phases->value("text", std::string());
   if (!findings.empty() && !findings.front().note)
     line += (line.empty() ? "" : "; ") + telemetry::format_finding(findings.front());
   return line;

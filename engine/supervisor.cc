@@ -10,6 +10,7 @@
 #include "core/error.h"
 #include "core/parse.h"
 #include "engine/deadlines.h"
+#include "engine/measure.h"
 #include "engine/observer.h"
 #include "engine/signals.h"
 
@@ -80,6 +81,7 @@ int Supervisor::run(JobRecord& job, const SuperviseRun& run) {
   JobObserver observer(store_, run.options, run.attach);
   backend::LaunchSpec spec;
   spec.env = job_environment(job, run.env);
+  job.options["instrumentation"] = prepare_instrumentation(job, run.options, spec.env);
   spec.log_path = job.log_path;
   spec.attach = run.attach;
   spec.on_line = [&observer](std::string_view line) { observer.on_line(line); };
@@ -184,6 +186,11 @@ int Supervisor::run(JobRecord& job, const SuperviseRun& run) {
           note(run.attach, "stopping: " + *why);
           job.note = *why;
           stop_now(JobState::kLowUtil);
+        } else if (auto done = observer.measured_reason()) {
+          // --measure: the time box is the plan, so a job stopped by it completed.
+          note(run.attach, *done);
+          job.note = *done;
+          stop_now(JobState::kCompleted);
         }
       }
       while (next_tick <= now) next_tick += interval;
