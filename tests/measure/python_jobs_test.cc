@@ -98,7 +98,7 @@ TEST(PythonJobs, AnUnmodifiedScriptSweptOverWorkersGetsEveryFigureAndEndsZero) {
 TEST(PythonJobs, ATimeoutStillShowsWhatWasMeasuredMarked) {
   REQUIRE_TORCH();
   NodusHome home;
-  auto r = home.run({"run", "--gpu", "TEST", "--warmup", "10", "--timeout", "12s", "--grace",
+  auto r = home.run({"run", "--gpu", "TEST", "--warmup", "10", "--timeout", "25s", "--grace",
                      "1s", "--", kPython, kData + "plain_loop.py", "--steps", "100000",
                      "--sample-ms", "1"},
                     gpu_env(home, 30));
