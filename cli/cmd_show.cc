@@ -57,8 +57,8 @@ void print_job(store::Store& store, const JobRecord& job, Format format) {
 
   if (job.options.contains("instrumentation")) {
     const auto& ins = job.options["instrumentation"];
-    row("instrumented", std::string(ins.value("on", false) ? "yes: " : "no: ") +
-                            ins.value("why", std::string()));
+    row("instrumented",
+        std::string(ins.value("on", false) ? "yes: " : "no: ") + ins.value("why", std::string()));
   }
   if (stats) {
     telemetry::Summary s = stats->values.get<telemetry::Summary>();

@@ -25,9 +25,9 @@ bool torch_available() {
   return ok == 1;
 }
 
-#define REQUIRE_TORCH()                                                                 \
-  if (!torch_available())                                                               \
-  GTEST_SKIP() << "SKIPPED LOUDLY: " << kPython                                         \
+#define REQUIRE_TORCH()                                                                   \
+  if (!torch_available())                                                                 \
+  GTEST_SKIP() << "SKIPPED LOUDLY: " << kPython                                           \
                << " cannot import torch; install python3-torch (scripts/install-deps.sh " \
                   "test) to run the PyTorch measurement tests"
 
@@ -53,11 +53,13 @@ TEST(PythonJobs, AnUnmodifiedScriptSweptOverWorkersGetsEveryFigureAndEndsZero) {
   NodusHome home;
   // 20 ms of loading per batch (16 samples x ~1.2 ms of sleep) against 10 ms of compute: the
   // main process waits at workers=0; two workers keep ahead of the loop.
-  auto r = home.run({"sweep", "--gpu", "TEST", "--param", "workers=0,2", "--warmup", "10",
-                     "--measure", "4s", "--grace", "2s", "--timeout", "120s", "--format", "json",
-                     "--", kPython, kData + "plain_loop.py", "--workers", "{workers}", "--steps",
-                     "100000", "--sample-ms", "1.2", "--step-ms", "10"},
-                    gpu_env(home, 40));
+  auto r = home.run(
+      {"sweep",     "--gpu",     "TEST",    "--param", "workers=0,2", "--warmup",
+       "10",        "--measure", "4s",      "--grace", "2s",          "--timeout",
+       "120s",      "--format",  "json",    "--",      kPython,       kData + "plain_loop.py",
+       "--workers", "{workers}", "--steps", "100000",  "--sample-ms", "1.2",
+       "--step-ms", "10"},
+      gpu_env(home, 40));
   ASSERT_EQ(r.code, 0) << r.err << r.out;
   auto j = nlohmann::json::parse(r.out.substr(r.out.find('{')));
   ASSERT_EQ(j["cells"].size(), 2u);
@@ -98,10 +100,10 @@ TEST(PythonJobs, AnUnmodifiedScriptSweptOverWorkersGetsEveryFigureAndEndsZero) {
 TEST(PythonJobs, ATimeoutStillShowsWhatWasMeasuredMarked) {
   REQUIRE_TORCH();
   NodusHome home;
-  auto r = home.run({"run", "--gpu", "TEST", "--warmup", "10", "--timeout", "25s", "--grace",
-                     "1s", "--", kPython, kData + "plain_loop.py", "--steps", "100000",
-                     "--sample-ms", "1"},
-                    gpu_env(home, 30));
+  auto r =
+      home.run({"run", "--gpu", "TEST", "--warmup", "10", "--timeout", "25s", "--grace", "1s", "--",
+                kPython, kData + "plain_loop.py", "--steps", "100000", "--sample-ms", "1"},
+               gpu_env(home, 30));
   EXPECT_EQ(r.code, 124) << r.err;
   auto ps = nlohmann::json::parse(home.run({"ps", "-a", "--format", "json"}).out);
   EXPECT_EQ(ps[0]["state"], "timeout");
@@ -118,10 +120,12 @@ TEST(PythonJobs, ExplicitMetricsWinOverInstrumentedOnes) {
   write_file(script,
              "import json, os, runpy, sys, time\n"
              "sys.argv = [sys.argv[0], '--steps', '300', '--sample-ms', '0.5']\n"
-             "runpy.run_path('" + kData + "plain_loop.py', run_name='__main__')\n"
-             "with open(os.environ['NODUS_METRICS'], 'a') as f:\n"
-             "    f.write(json.dumps({'samples_per_sec': 7.0, 'data_wait': 0.5}) + '\\n')\n"
-             "    f.write(json.dumps({'samples_per_sec': 7.0, 'data_wait': 0.5}) + '\\n')\n");
+             "runpy.run_path('" +
+                 kData +
+                 "plain_loop.py', run_name='__main__')\n"
+                 "with open(os.environ['NODUS_METRICS'], 'a') as f:\n"
+                 "    f.write(json.dumps({'samples_per_sec': 7.0, 'data_wait': 0.5}) + '\\n')\n"
+                 "    f.write(json.dumps({'samples_per_sec': 7.0, 'data_wait': 0.5}) + '\\n')\n");
   auto r = home.run({"run", "--", kPython, script});
   ASSERT_EQ(r.code, 0) << r.err;
   auto s = stats_of(home, "1");
@@ -187,7 +191,8 @@ TEST(PythonJobs, TheShadowedSitecustomizeStillRuns) {
   write_file(dir + "/sitecustomize.py", "import builtins\nbuiltins.MARK = 'chained'\n");
   auto r = home.run({"run", "-e", "PYTHONPATH=" + dir, "--", kPython, "-c",
                      "import builtins, sys; print(builtins.MARK); "
-                     "print(sys.path.index('" + dir + "') > 0)"});
+                     "print(sys.path.index('" +
+                         dir + "') > 0)"});
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_NE(r.out.find("chained\nTrue"), std::string::npos) << r.out;
 }

@@ -52,9 +52,12 @@ TEST(HookPoints, RanksAddThroughputAndAverageDataWaitAfterTheirSteadyStart) {
   std::vector<MetricPoint> p = {
       pt(10, "hook.r0.samples_per_sec", 1),  // warm-up: left out
       pt(10, "hook.r0.data_wait", 0.9),
-      pt(11, "hook.r0.samples_per_sec", 100), pt(11, "hook.r0.data_wait", 0.2),
-      pt(12, "hook.r0.samples_per_sec", 120), pt(12, "hook.r0.data_wait", 0.4),
-      pt(11, "hook.r1.samples_per_sec", 90),  pt(11, "hook.r1.data_wait", 0.1),
+      pt(11, "hook.r0.samples_per_sec", 100),
+      pt(11, "hook.r0.data_wait", 0.2),
+      pt(12, "hook.r0.samples_per_sec", 120),
+      pt(12, "hook.r0.data_wait", 0.4),
+      pt(11, "hook.r1.samples_per_sec", 90),
+      pt(11, "hook.r1.data_wait", 0.1),
       pt(11, "samples_per_sec", 5),  // the job's own: not the hook's
   };
   auto agg = engine::aggregate_hook_points(p, {{0, 10}, {1, 10}});
