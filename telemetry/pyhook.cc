@@ -17,8 +17,14 @@ std::string_view basename_of(std::string_view path) {
   return slash == std::string_view::npos ? path : path.substr(slash + 1);
 }
 
+// python, python3, python3.11: "python" and a version, nothing else ("pythonic-tool" is not).
+bool is_interpreter_name(std::string_view name) {
+  if (name.rfind("python", 0) != 0) return false;
+  return name.substr(6).find_first_not_of("0123456789.") == std::string_view::npos;
+}
+
 bool is_python_name(std::string_view name) {
-  return name.rfind("python", 0) == 0 || name == "torchrun" || name == "accelerate";
+  return is_interpreter_name(name) || name == "torchrun" || name == "accelerate";
 }
 
 // The position of the command behind `env [-i] [K=V...]`, else 0.
@@ -44,7 +50,7 @@ bool runs_python(const std::vector<std::string>& argv) {
 
 std::optional<std::string> python_ignores_hook(const std::vector<std::string>& argv) {
   size_t i = command_index(argv);
-  if (i >= argv.size() || basename_of(argv[i]).rfind("python", 0) != 0) return std::nullopt;
+  if (i >= argv.size() || !is_interpreter_name(basename_of(argv[i]))) return std::nullopt;
   // The interpreter's own options come before the script, -c or -m; single-letter ones may be
   // combined (-uI). Options that take a value (-W, -X, -c, -m) end the scan or skip it.
   for (size_t k = i + 1; k < argv.size(); ++k) {

@@ -16,8 +16,8 @@ namespace nodus::telemetry {
 // The text of telemetry/pyhook/sitecustomize.py.
 std::string_view pyhook_source();
 
-// True when the command runs Python: argv[0]'s basename is python* (python, python3,
-// python3.11), torchrun or accelerate, also behind `env [K=V...]`.
+// True when the command runs Python: argv[0]'s basename is python followed by a version or
+// nothing (python, python3, python3.11), torchrun or accelerate, also behind `env [K=V...]`.
 bool runs_python(const std::vector<std::string>& argv);
 
 // Why Python will not import the hook although the command runs Python: -I or -E (PYTHONPATH
