@@ -56,6 +56,11 @@ void print_job(store::Store& store, const JobRecord& job, Format format) {
         "s" + std::to_string(*job.sweep_id) + " cell " + std::to_string(job.cell_index + 1));
   for (const auto& [k, v] : job.env) row("env " + k, redact_env_value(k, v));
 
+  if (job.options.contains("instrumentation")) {
+    const auto& ins = job.options["instrumentation"];
+    row("instrumented",
+        std::string(ins.value("on", false) ? "yes: " : "no: ") + ins.value("why", std::string()));
+  }
   if (stats) {
     telemetry::Summary s = stats->values.get<telemetry::Summary>();
     const auto& v = stats->values;
@@ -74,11 +79,36 @@ void print_job(store::Store& store, const JobRecord& job, Format format) {
       row("cpu", telemetry::format_percent(*s.cpu_percent_mean) + " of one core (" +
                      telemetry::format_percent(100 * s.cpu_saturation.value_or(0)) + " of " +
                      std::to_string(s.cores.value_or(0)) + " cores)");
-    if (s.data_wait_share) row("data wait", telemetry::format_percent(100 * *s.data_wait_share));
+    auto source = [&](const char* key) {
+      std::string text = v.value(key, std::string());
+      return text.empty() ? std::string() : " (" + text + ")";
+    };
+    if (v.contains("phases")) row("phases", v["phases"].value("text", std::string()));
+    if (s.data_wait_share)
+      row("data wait",
+          telemetry::format_percent(100 * *s.data_wait_share) + source("data_wait_source"));
     if (v.contains("throughput"))
       row("throughput", std::to_string(v["throughput"].get<double>()) + " " +
-                            v.value("throughput_metric", std::string("samples_per_sec")));
+                            v.value("throughput_metric", std::string("samples_per_sec")) +
+                            source("throughput_source"));
     if (v.contains("metrics_note")) row("metrics", v["metrics_note"].get<std::string>());
+    if (v.contains("loaders") && v["loaders"].is_array()) {
+      std::string driver = v.value("loader_driver", std::string());
+      for (const auto& l : v["loaders"]) {
+        std::string name = l.value("name", std::string("?"));
+        row(name == driver ? "loader (table)" : "loader",
+            name + ": " + std::to_string(l.value("batches", 0)) + " batches, " +
+                std::to_string(l.value("samples", 0)) + " samples");
+      }
+      if (v.value("ranks", 1) > 1) row("ranks", std::to_string(v["ranks"].get<int>()));
+    }
+    if (v.contains("io") && v["io"].value("readable", false)) {
+      char buf[96];
+      std::snprintf(buf, sizeof buf, "%.1f MiB read from storage over %.0f s",
+                    v["io"].value("read_bytes", 0.0) / (1024.0 * 1024.0),
+                    v["io"].value("seconds", 0.0));
+      row("io", buf);
+    }
     if (v.contains("findings"))
       for (const auto& f : v["findings"])
         row(f.value("note", false) ? "note" : "diagnosis",

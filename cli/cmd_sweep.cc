@@ -37,19 +37,24 @@ struct SweepFlags {
 nlohmann::json definition_options(const SweepFlags& f, const engine::JobRequest& r) {
   nlohmann::json env = nlohmann::json::object();
   for (const auto& [k, v] : r.env) env[k] = redact_env_value(k, v);
-  return {{"gpu", f.run.gpu},
-          {"max_cost", f.run.max_cost},
-          {"timeout", f.run.timeout},
-          {"grace", f.run.grace},
-          {"env", env},
-          {"workdir", r.workdir},
-          {"image", f.run.image},
-          {"backend", r.backend},
-          {"metric_regex", f.run.metric_regex},
-          {"throughput", f.run.throughput},
-          {"min_util", f.run.min_util},
-          {"util_window", f.run.util_window},
-          {"sample_interval", f.run.sample_interval}};
+  nlohmann::json o = {{"gpu", f.run.gpu},
+                      {"max_cost", f.run.max_cost},
+                      {"timeout", f.run.timeout},
+                      {"grace", f.run.grace},
+                      {"env", env},
+                      {"workdir", r.workdir},
+                      {"image", f.run.image},
+                      {"backend", r.backend},
+                      {"metric_regex", f.run.metric_regex},
+                      {"throughput", f.run.throughput},
+                      {"min_util", f.run.min_util},
+                      {"util_window", f.run.util_window},
+                      {"sample_interval", f.run.sample_interval}};
+  // Only when not the default, so that sweeps defined before these flags keep their hash.
+  if (!f.run.measure.empty()) o["measure"] = f.run.measure;
+  if (f.run.warmup != "5s") o["warmup"] = f.run.warmup;
+  if (f.run.no_instrument) o["no_instrument"] = true;
+  return o;
 }
 
 // Fills the flags of a sweep being resumed from its stored definition.
@@ -70,6 +75,9 @@ void restore_flags(SweepFlags& f, const store::SweepRecord& sweep) {
   f.run.min_util = o.value("min_util", "");
   f.run.util_window = o.value("util_window", "5m");
   f.run.sample_interval = o.value("sample_interval", "1s");
+  f.run.measure = o.value("measure", "");
+  f.run.warmup = o.value("warmup", "5s");
+  f.run.no_instrument = o.value("no_instrument", false);
   f.run.env.clear();
   // A named copy: items() of the temporary that value() returns would dangle.
   const nlohmann::json env = o.value("env", nlohmann::json::object());

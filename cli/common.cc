@@ -8,6 +8,7 @@
 #include "core/error.h"
 #include "core/parse.h"
 #include "sweep/metric_regex.h"
+#include "telemetry/phases.h"
 
 namespace nodus::cli {
 
@@ -70,6 +71,16 @@ void add_run_flags(CLI::App* sub, RunFlags& f) {
   sub->add_option("--throughput", f.throughput, "metric that measures throughput")
       ->type_name("METRIC")
       ->capture_default_str();
+  sub->add_flag("--no-instrument", f.no_instrument,
+                "do not time the DataLoader of a Python job (nodus's sitecustomize hook)");
+  sub->add_option("--warmup", f.warmup,
+                  "batches (20) or time (5s) after the first batch left out of the figures")
+      ->type_name("N|DURATION")
+      ->capture_default_str();
+  sub->add_option("--measure", f.measure,
+                  "stop the job after DURATION of steady state (after warm-up); it completed")
+      ->type_name("DURATION")
+      ->check(duration_value());
 }
 
 engine::JobRequest to_request(const RunFlags& f) {
@@ -98,6 +109,16 @@ engine::JobRequest to_request(const RunFlags& f) {
   (void)value_or_throw(sweep::parse_metric_regexes(f.metric_regex));
   r.supervise.metric_regexes = f.metric_regex;
   r.supervise.throughput_metric = f.throughput;
+  r.supervise.instrument = !f.no_instrument;
+  if (!telemetry::parse_warmup(f.warmup))
+    throw Fatal("--warmup: invalid value '" + f.warmup +
+                "': expected a number of batches (20) or a duration (5s, 1m)");
+  r.supervise.warmup = f.warmup;
+  if (!f.measure.empty()) {
+    r.supervise.measure = value_or_throw(parse_duration(f.measure, "--measure"));
+    if (r.supervise.measure->count() <= 0)
+      throw Fatal("--measure: invalid value '" + f.measure + "': a duration above 0 (60s, 5m)");
+  }
   return r;
 }
 

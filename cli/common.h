@@ -57,6 +57,9 @@ struct RunFlags {
   std::string util_window = "5m";
   std::vector<std::string> metric_regex;
   std::string throughput = "samples_per_sec";
+  bool no_instrument = false;
+  std::string warmup = "5s";
+  std::string measure;
   std::vector<std::string> command;
 };
 void add_run_flags(CLI::App* sub, RunFlags& flags);

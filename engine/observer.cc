@@ -7,6 +7,7 @@
 
 #include "core/parse.h"
 #include "sweep/metric_flood.h"
+#include "engine/measure.h"
 #include "sweep/metric_regex.h"
 #include "sweep/metrics.h"
 #include "telemetry/diagnosis.h"
@@ -55,6 +56,7 @@ struct JobObserver::Impl {
   // Per tick: the budget for output lines, and what is waiting to be written.
   uint64_t line_budget = 0, byte_budget = 0;
   uint64_t lines_this_tick = 0, bytes_this_tick = 0;
+  std::unique_ptr<Measurement> measure;  // phases, the Python hook's figures, I/O evidence
   std::vector<GpuSample> gpu_buffer;
   std::vector<HostSample> host_buffer;
   sweep::MetricCoalescer coalescer;
@@ -127,6 +129,9 @@ void JobObserver::on_started(const JobRecord& job) {
                  std::chrono::duration<double>(m.options.sample_interval).count(), 64 << 10);
     m.metrics = std::make_unique<sweep::MetricsFileReader>(job.metrics_path, limits);
   }
+  m.measure = std::make_unique<Measurement>(
+      m.options, job.options.value("instrumentation", nlohmann::json::object()));
+  m.measure->on_started(job);
   if (job.backend != "local") return;
   if (job.gpu_count > 0) {
     m.gpu = telemetry::make_gpu_sampler(static_cast<int>(m.options.sample_interval.count()),
@@ -176,21 +181,36 @@ void JobObserver::tick(const JobRecord& job) {
     m.host = std::make_unique<telemetry::HostSampler>(m.host_pid);  // the baseline
   }
   m.read_metrics(false);
+  if (m.measure)
+    for (const auto& p : m.measure->tick(unix_now())) m.coalescer.add(p);
   m.write(unix_now());
 }
 
 std::optional<std::string> JobObserver::low_util_reason() const { return impl_->low_util; }
 
+std::optional<std::string> JobObserver::measured_reason() const {
+  return impl_->measure ? impl_->measure->measured(unix_now()) : std::nullopt;
+}
+
 std::string JobObserver::finish(const JobRecord& job) {
   Impl& m = *impl_;
   m.job_id = job.id;
   m.read_metrics(true);
+  if (!m.measure) m.measure = std::make_unique<Measurement>(m.options, nlohmann::json::object());
+  for (const auto& p : m.measure->finish(unix_now())) m.coalescer.add(p);
   m.write(unix_now());
 
-  const double wall_s = job.started_at && job.ended_at ? *job.ended_at - *job.started_at : 0;
-  telemetry::Summary summary = m.summary.finish(job.cost, wall_s);
+  telemetry::SummaryInput in;
+  in.gpu = m.store.gpu_samples(job.id);
+  in.host = m.store.host_samples(job.id);
+  in.metrics = m.store.metrics(job.id);
+  in.cost = job.cost;
+  in.wall_s = job.started_at && job.ended_at ? *job.ended_at - *job.started_at : 0;
+  Conclusion conclusion = m.measure->conclude(job, in);
+  const telemetry::Summary& summary = conclusion.summary;
   nlohmann::json stats = summary;
-  if (auto throughput = m.throughput.value()) stats["throughput"] = *throughput;
+  stats.update(conclusion.stats);
+  if (conclusion.throughput) stats["throughput"] = *conclusion.throughput;
   stats["throughput_metric"] = m.options.throughput_metric;
 
   // What the job reported and what of it was sampled, coalesced or refused: `nodus show`.
@@ -230,8 +250,8 @@ std::string JobObserver::finish(const JobRecord& job) {
     stats["gpu_source"] = m.gpu->source();
   else if (!m.gpu_note.empty())
     stats["gpu_note"] = m.gpu_note;
-  auto findings = telemetry::diagnose(summary);
-  stats["verdict"] = telemetry::verdict(summary);
+  auto findings = telemetry::diagnose(summary, conclusion.evidence);
+  stats["verdict"] = telemetry::verdict(summary, conclusion.evidence);
   nlohmann::json list = nlohmann::json::array();
   for (const auto& f : findings)
     list.push_back({{"rule", f.rule},
@@ -239,6 +259,7 @@ std::string JobObserver::finish(const JobRecord& job) {
                     {"cause", f.cause},
                     {"fix", f.fix},
                     {"evidence", f.evidence},
+                    {"signals", f.signals},
                     {"note", f.note}});
   stats["findings"] = list;
   m.store.put_stats({job.id, stats});
@@ -247,6 +268,8 @@ std::string JobObserver::finish(const JobRecord& job) {
   if (summary.util_mean)
     line = "GPU util " + telemetry::format_percent(*summary.util_mean) + ", idle " +
            format_usd(summary.idle_usd.value_or(0)) + " of " + format_usd(job.cost);
+  if (auto phases = conclusion.stats.find("phases"); phases != conclusion.stats.end())
+    line += (line.empty() ? "" : "; ") + phases->value("text", std::string());
   if (!findings.empty() && !findings.front().note)
     line += (line.empty() ? "" : "; ") + telemetry::format_finding(findings.front());
   return line;

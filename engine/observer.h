@@ -28,6 +28,8 @@ class JobObserver {
   void tick(const JobRecord& job);        // once per sample interval
   // Set once the --min-util policy says stop; the text says why.
   std::optional<std::string> low_util_reason() const;
+  // Set once --measure's window of steady state is over; the text says so.
+  std::optional<std::string> measured_reason() const;
   // Final flush; stores the summary as the job's stats and returns a one-line verdict for the
   // attached user ("" if nothing to say).
   std::string finish(const JobRecord& job);

@@ -9,6 +9,9 @@ nlohmann::json SuperviseOptions::to_json() const {
       {"metric_regex", metric_regexes},
       {"throughput", throughput_metric},
   };
+  j["instrument"] = instrument;
+  j["warmup"] = warmup;
+  if (measure) j["measure_ms"] = measure->count();
   if (min_util) j["min_util"] = *min_util;
   if (budget_cap) j["budget_cap"] = *budget_cap;
   return j;
@@ -23,6 +26,10 @@ SuperviseOptions SuperviseOptions::from_json(const nlohmann::json& j) {
   if (j.contains("budget_cap")) o.budget_cap = j["budget_cap"].get<double>();
   o.metric_regexes = j.value("metric_regex", std::vector<std::string>{});
   o.throughput_metric = j.value("throughput", std::string("samples_per_sec"));
+  o.instrument = j.value("instrument", true);
+  o.warmup = j.value("warmup", std::string("5s"));
+  if (j.contains("measure_ms"))
+    o.measure = std::chrono::milliseconds(j["measure_ms"].get<int64_t>());
   return o;
 }
 

@@ -11,6 +11,7 @@
 #include "core/error.h"
 #include "core/parse.h"
 #include "engine/deadlines.h"
+#include "engine/measure.h"
 #include "engine/observer.h"
 #include "engine/signals.h"
 #include "engine/stop_controller.h"
@@ -144,6 +145,7 @@ int Supervisor::run(JobRecord& job, const SuperviseRun& run) {
   JobObserver observer(store_, run.options, run.attach);
   backend::LaunchSpec spec;
   spec.env = job_environment(job, run.env);
+  job.options["instrumentation"] = prepare_instrumentation(job, run.options, spec.env);
   spec.log_path = job.log_path;
   spec.attach = run.attach;
   spec.on_line = [&observer](std::string_view line) { observer.on_line(line); };
@@ -299,6 +301,15 @@ int Supervisor::run(JobRecord& job, const SuperviseRun& run) {
           {
             std::lock_guard lock(mu);
             a = control.on_policy(JobState::kLowUtil, *why, now);
+          }
+          act(a);
+        } else if (auto done = observer.measured_reason()) {
+          // --measure: the time box is the plan, so a job stopped by it completed.
+          add_note(job, *done);
+          StopAction a;
+          {
+            std::lock_guard lock(mu);
+            a = control.on_policy(JobState::kCompleted, *done, now);
           }
           act(a);
         }

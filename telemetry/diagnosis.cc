@@ -34,14 +34,27 @@ std::string cpu_text(const Summary& s) {
          (*s.cores == 1 ? " core" : " cores");
 }
 
-Finding loader_finding(const Summary& s, bool data_wait_high) {
+bool io_evidence(const Evidence& e) {
+  return (e.read_mib_per_s && *e.read_mib_per_s >= kReadMibHigh) ||
+         (e.iowait_share && *e.iowait_share >= kIowaitHigh);
+}
+
+std::string io_text(const Evidence& e) {
+  std::vector<std::string> parts;
+  if (e.read_mib_per_s) parts.push_back("storage reads " + fixed(*e.read_mib_per_s, "%.1f") + " MiB/s");
+  if (e.iowait_share) parts.push_back("iowait " + format_percent(*e.iowait_share * 100));
+  return parts.empty() ? "storage reads unknown" : join(parts, ", ");
+}
+
+// Called only with a measured data wait above kDataWaitHigh.
+Finding loader_finding(const Summary& s, const Evidence& e) {
   std::vector<std::string> ev = {data_wait_text(s), util_text(s)};
   if (s.sawtooth && *s.sawtooth >= kSawtoothHigh)
     ev.push_back("sawtooth " + fixed(*s.sawtooth, "%.2f"));
   const bool host = s.cpu_saturation && s.cores;
   const double busiest = s.max_process_cpu.value_or(0);
-  if (data_wait_high && host && *s.cpu_saturation >= kCpuSaturated) {
-    ev.push_back(cpu_text(s));
+  if (host && *s.cpu_saturation >= kCpuSaturated) {
+    ev.push_back(cpu_text(s) + " the job may use");
     return {"cpu-bound",
             "cpu-bound",
             "workers running, cores saturated: decoding or augmentation is CPU-bound",
@@ -49,22 +62,29 @@ Finding loader_finding(const Summary& s, bool data_wait_high) {
             "workers will not help",
             join(ev, ", "),
             false,
-            0.9};
+            0.9,
+            {"data_wait", "cpu"}};
   }
-  if (data_wait_high && host && *s.cpu_saturation < kCpuIdle && busiest < kProcessBusy) {
-    ev.push_back(cpu_text(s));
-    ev.push_back("busiest process " + format_percent(busiest) + " of a core");
+  if (io_evidence(e)) {
+    ev.push_back(io_text(e));
+    if (host) ev.push_back(cpu_text(s));
     return {"io-bound",
             "io-bound",
-            "CPU mostly idle, batches still late: reading from storage",
+            "batches late while the job reads from storage: the disk feeds the loader",
             "copy the dataset to local disk (or memory) first",
             join(ev, ", "),
             false,
-            0.85};
+            0.85,
+            {"data_wait", "io"}};
   }
-  if (host) ev.push_back(cpu_text(s));
+  std::vector<std::string> signals = {"data_wait"};
+  if (host) {
+    ev.push_back(cpu_text(s));
+    signals.push_back("cpu");
+  }
   if (host && busiest >= kProcessBusy)
     ev.push_back("busiest process " + format_percent(busiest) + " of a core");
+  if (e.read_mib_per_s || e.iowait_share) ev.push_back(io_text(e));
   return {"loader-starved",
           "loader-starved",
           "loader starved (loading in the main process, or too few workers)",
@@ -72,7 +92,24 @@ Finding loader_finding(const Summary& s, bool data_wait_high) {
           "prefetch_factor",
           join(ev, ", "),
           false,
-          data_wait_high ? 0.9 : 0.6};
+          0.9,
+          signals};
+}
+
+Finding unknown_wait_finding(const Summary& s) {
+  std::vector<std::string> ev = {util_text(s), "data wait not measured"};
+  if (s.sawtooth && *s.sawtooth >= kSawtoothHigh)
+    ev.push_back("sawtooth " + fixed(*s.sawtooth, "%.2f"));
+  return {"data-wait-unknown",
+          "low-util",
+          "the GPU is mostly idle; without a data-wait measurement a starved loader, in-step "
+          "syncs and a job that does not use the GPU cannot be told apart",
+          "run the Python training loop under nodus (instrumentation is on by default) or "
+          "report data_wait in NODUS_METRICS",
+          join(ev, ", "),
+          false,
+          0.5,
+          {"gpu_util"}};
 }
 
 Finding launch_finding(const Summary& s, bool near_zero) {
@@ -84,7 +121,8 @@ Finding launch_finding(const Summary& s, bool near_zero) {
           "larger batch, torch.compile (mode=\"reduce-overhead\" uses CUDA graphs)",
           ev,
           false,
-          near_zero ? 0.8 : 0.5};
+          near_zero ? 0.8 : 0.5,
+          {"gpu_util", "data_wait"}};
 }
 
 Finding sync_finding(const Summary& s, bool near_zero, double score) {
@@ -100,12 +138,13 @@ Finding sync_finding(const Summary& s, bool near_zero, double score) {
           "(aten::item, cudaStreamSynchronize)",
           join(ev, ", "),
           false,
-          score};
+          score,
+          {"gpu_util", "data_wait"}};
 }
 
 }  // namespace
 
-std::vector<Finding> diagnose(const Summary& s) {
+std::vector<Finding> diagnose(const Summary& s, const Evidence& e) {
   std::vector<Finding> out;
   const auto& dw = s.data_wait_share;
   const bool dw_high = dw && *dw > kDataWaitHigh;
@@ -113,10 +152,10 @@ std::vector<Finding> diagnose(const Summary& s) {
   const bool low_util = s.util_mean && *s.util_mean < kLowUtil;
   const bool sawtooth = s.sawtooth && *s.sawtooth >= kSawtoothHigh;
 
-  // A sawtooth with low utilization points at the loader unless data wait says otherwise.
-  const bool loader = dw_high || (low_util && sawtooth && !dw_near_zero);
-  if (loader) {
-    out.push_back(loader_finding(s, dw_high));
+  if (dw_high) {
+    out.push_back(loader_finding(s, e));
+  } else if (low_util && !dw) {
+    out.push_back(unknown_wait_finding(s));
   } else if (low_util) {
     const double util = *s.util_mean;
     const bool steady = s.util_stddev && *s.util_stddev <= kSteadyStddev && !sawtooth;
@@ -132,15 +171,15 @@ std::vector<Finding> diagnose(const Summary& s) {
     out.push_back({"busy", "ok", "GPU busy",
                    "nothing to fix for idling; if steps are still slow, torch.autocast with "
                    "bf16 (Tensor Cores) and sizes in multiples of 8",
-                   util_text(s), true, 0.1});
+                   util_text(s), true, 0.1, {"gpu_util"}});
   }
   std::stable_sort(out.begin(), out.end(),
                    [](const Finding& a, const Finding& b) { return a.score > b.score; });
   return out;
 }
 
-std::string verdict(const Summary& s) {
-  auto findings = diagnose(s);
+std::string verdict(const Summary& s, const Evidence& e) {
+  auto findings = diagnose(s, e);
   if (!findings.empty()) return findings.front().verdict;
   return s.util_mean ? "ok" : "no-gpu-data";
 }

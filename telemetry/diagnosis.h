@@ -1,16 +1,23 @@
 #pragma once
 // The symptom -> likely cause -> first fix table applied to a job's Summary. Findings come most
-// likely first, each with the numbers that triggered it, so a user can check the reasoning.
+// likely first, each naming the signals that fired it and their numbers, so a user can check
+// the reasoning. A rule never fires without its signals: an unknown data wait is said, not
+// guessed; "reading from storage" needs I/O evidence.
 //
-//   rule            verdict           when
-//   loader-starved  loader-starved    data wait > 10%, or a sawtooth with low util and no
-//                                     data wait reported (or 5-10%); CPU neither saturated nor idle
-//   cpu-bound       cpu-bound         data wait > 10% and the job's cores >= 85% busy
-//   io-bound        io-bound          data wait > 10%, cores < 40% busy, no process near a core
-//   launch-bound    launch-bound      steady util 30-50% (sd <= 15, no sawtooth), data wait < 10%
-//   sync-bound      gpu-idle-in-step  util < 60% otherwise, data wait < 10%
-//   busy            ok                util >= 80%: a note only (bf16 autocast if steps are slow)
+//   rule              verdict           signals: when
+//   loader-starved    loader-starved    data_wait: measured > 10%, CPU not saturated, no I/O
+//                                       evidence (or none readable)
+//   cpu-bound         cpu-bound         data_wait, cpu: data wait > 10% and the cores the job
+//                                       may use (its affinity) >= 85% busy
+//   io-bound          io-bound          data_wait, io: data wait > 10%, CPU not saturated, and
+//                                       the tree reads >= 1 MiB/s from storage or iowait >= 10%
+//   data-wait-unknown low-util          gpu_util: util < 60% and no data wait measured
+//   launch-bound      launch-bound      gpu_util, data_wait: steady util 30-50% (sd <= 15, no
+//                                       sawtooth), data wait measured < 10%
+//   sync-bound        gpu-idle-in-step  gpu_util, data_wait: util < 60%, data wait measured < 10%
+//   busy              ok                gpu_util: util >= 80%: a note only
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -29,6 +36,15 @@ inline constexpr double kSawtoothHigh = 0.25;  // a quarter of the steps jump id
 inline constexpr double kCpuSaturated = 0.85;  // of the job's cores
 inline constexpr double kCpuIdle = 0.40;
 inline constexpr double kProcessBusy = 80;  // percent of one core: a process computing flat out
+inline constexpr double kReadMibHigh = 1.0;  // MiB/s read from storage by the job's tree
+inline constexpr double kIowaitHigh = 0.10;  // of the machine's CPU time
+
+// What the diagnosis knows besides the summary; empty fields are unknown.
+struct Evidence {
+  std::optional<double> read_mib_per_s;  // storage reads of the job's tree (steady state)
+  std::optional<double> iowait_share;    // machine-wide, 0..1
+  std::string data_wait_source;          // "instrumented", "job" (NODUS_METRICS or regex)
+};
 
 struct Finding {
   std::string rule;     // loader-starved, cpu-bound, io-bound, sync-bound, launch-bound, busy
@@ -38,13 +54,14 @@ struct Finding {
   std::string evidence;  // the numbers that triggered the rule
   bool note = false;     // informational: nothing is wrong
   double score = 0;      // 0..1, how strongly the evidence points here; findings sort by it
+  std::vector<std::string> signals;  // the signals that fired it: data_wait, gpu_util, cpu, io
 };
 
 // Findings, most likely first; empty when nothing applies (or nothing is known).
-std::vector<Finding> diagnose(const Summary& s);
+std::vector<Finding> diagnose(const Summary& s, const Evidence& e = {});
 
 // One word for tables: the top finding's verdict, else "ok" with GPU data, else "no-gpu-data".
-std::string verdict(const Summary& s);
+std::string verdict(const Summary& s, const Evidence& e = {});
 
 // "data wait 72% > 10%, GPU util 31%: loader starved -> raise num_workers (try 4, 8, 16), ..."
 std::string format_finding(const Finding& f);

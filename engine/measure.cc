@@ -1,0 +1,345 @@
+#include "engine/measure.h"
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "core/parse.h"
+#include "sweep/metrics.h"
+#include "telemetry/io_evidence.h"
+#include "telemetry/pyhook.h"
+
+namespace nodus::engine {
+namespace {
+
+namespace fs = std::filesystem;
+constexpr uintmax_t kMaxStateBytes = 1 << 20;  // a state file larger than this is not read
+constexpr std::string_view kHookPrefix = "hook.r";
+
+// "auto-3.jsonl" -> 3; "loaders-3.json" -> 3.
+std::optional<int> rank_of(const std::string& name, std::string_view prefix,
+                           std::string_view suffix) {
+  if (name.size() <= prefix.size() + suffix.size() || name.rfind(prefix, 0) != 0 ||
+      name.compare(name.size() - suffix.size(), suffix.size(), suffix) != 0)
+    return std::nullopt;
+  std::string digits = name.substr(prefix.size(), name.size() - prefix.size() - suffix.size());
+  if (digits.empty() || digits.size() > 6 ||
+      digits.find_first_not_of("0123456789") != std::string::npos)
+    return std::nullopt;
+  return std::stoi(digits);
+}
+
+std::optional<nlohmann::json> read_state(const fs::path& path) {
+  std::error_code ec;
+  auto size = fs::file_size(path, ec);
+  if (ec || size > kMaxStateBytes) return std::nullopt;
+  std::ifstream in(path);
+  std::ostringstream text;
+  text << in.rdbuf();
+  auto j = nlohmann::json::parse(text.str(), nullptr, false);
+  if (j.is_discarded() || !j.is_object()) return std::nullopt;
+  return j;
+}
+
+std::optional<double> number(const nlohmann::json& j, const char* key) {
+  if (!j.contains(key) || !j[key].is_number()) return std::nullopt;
+  return j[key].get<double>();
+}
+
+// Mean of a metric's points at or after `from`; the first report of a series without phases
+// covers start-up and is dropped (sweep::steady_mean).
+std::optional<double> job_mean(const std::vector<MetricPoint>& points, std::string_view name,
+                               std::optional<double> from) {
+  if (!from) return sweep::steady_mean(points, name);
+  double sum = 0;
+  int n = 0;
+  for (const auto& p : points)
+    if (p.name == name && p.t >= *from) sum += p.value, ++n;
+  if (n == 0) return sweep::steady_mean(points, name);  // all of it came before the steady state
+  return sum / n;
+}
+
+}  // namespace
+
+std::string hook_dir(const JobRecord& job) {
+  std::string base = job.metrics_path;
+  if (base.size() > 6 && base.compare(base.size() - 6, 6, ".jsonl") == 0)
+    base.resize(base.size() - 6);
+  return base + ".hook";
+}
+
+nlohmann::json prepare_instrumentation(const JobRecord& job, const SuperviseOptions& options,
+                                       std::map<std::string, std::string>& env) {
+  auto off = [](std::string why) { return nlohmann::json{{"on", false}, {"why", why}}; };
+  if (!telemetry::runs_python(job.argv)) return off("not a Python command");
+  if (!options.instrument) return off("--no-instrument");
+  if (job.backend != "local") return off("only local jobs are instrumented");
+  if (!job.image.empty()) return off("not inside containers (--image)");
+  if (job.metrics_path.empty()) return off("no job folder");
+  if (auto why = telemetry::python_ignores_hook(job.argv)) return off(*why);
+  std::string dir = hook_dir(job);
+  if (auto written = telemetry::write_pyhook(dir); !written)
+    return off("could not write the hook: " + written.error().message);
+  std::string rest;
+  if (auto it = env.find("PYTHONPATH"); it != env.end())
+    rest = it->second;
+  else if (const char* own = std::getenv("PYTHONPATH"))
+    rest = own;
+  env["PYTHONPATH"] = rest.empty() ? dir : dir + ":" + rest;
+  env["NODUS_HOOK_DIR"] = dir;
+  env["NODUS_WARMUP"] = options.warmup;
+  return {{"on", true}, {"why", "Python job: DataLoader iteration timed by nodus's hook"}};
+}
+
+Instrumented aggregate_hook_points(const std::vector<MetricPoint>& points,
+                                   const std::map<int, double>& steady_t_by_rank) {
+  struct Acc {
+    double sps = 0, dw = 0, st = 0;
+    int n_sps = 0, n_dw = 0, n_st = 0;
+  };
+  std::map<int, Acc> steady, all;
+  for (const auto& p : points) {
+    if (p.name.rfind(kHookPrefix, 0) != 0) continue;
+    auto dot = p.name.find('.', kHookPrefix.size());
+    if (dot == std::string::npos) continue;
+    int rank = std::atoi(p.name.c_str() + kHookPrefix.size());
+    std::string field = p.name.substr(dot + 1);
+    auto it = steady_t_by_rank.find(rank);
+    // The line written when warm-up ended carries t == steady_t and is warm-up's.
+    bool is_steady = it != steady_t_by_rank.end() && p.t > it->second + 1e-6;
+    for (Acc* a : {&all[rank], is_steady ? &steady[rank] : nullptr}) {
+      if (!a) continue;
+      if (field == "samples_per_sec") a->sps += p.value, ++a->n_sps;
+      if (field == "data_wait") a->dw += p.value, ++a->n_dw;
+      if (field == "step_time") a->st += p.value, ++a->n_st;
+    }
+  }
+  Instrumented out;
+  bool any_steady = false;
+  for (const auto& [rank, a] : steady) any_steady = any_steady || a.n_sps > 0;
+  const auto& use = any_steady ? steady : all;
+  out.steady = any_steady;
+  double dw = 0, st = 0;
+  int n_dw = 0, n_st = 0;
+  for (const auto& [rank, a] : use) {
+    if (a.n_sps == 0) continue;
+    ++out.ranks;
+    out.samples_per_sec = out.samples_per_sec.value_or(0) + a.sps / a.n_sps;
+    if (a.n_dw) dw += a.dw / a.n_dw, ++n_dw;
+    if (a.n_st) st += a.st / a.n_st, ++n_st;
+  }
+  if (n_dw) out.data_wait = dw / n_dw;
+  if (n_st) out.step_time = st / n_st;
+  return out;
+}
+
+struct Measurement::Impl {
+  SuperviseOptions options;
+  nlohmann::json status;
+  std::optional<telemetry::Warmup> warmup;
+  std::string dir;
+  double started_at = 0;
+  std::map<int, std::unique_ptr<sweep::MetricsFileReader>> readers;
+  std::map<int, nlohmann::json> states;
+  std::unique_ptr<telemetry::IoTracker> io;
+  bool io_rebased = false;
+  std::optional<double> steady_t;  // rank 0's (or the lowest rank's), as seen while running
+
+  bool on() const { return status.value("on", false); }
+
+  std::vector<MetricPoint> rename(int rank, std::vector<MetricPoint> points) {
+    std::string prefix = std::string(kHookPrefix) + std::to_string(rank) + ".";
+    for (auto& p : points) p.name = prefix + p.name;
+    return points;
+  }
+
+  std::vector<MetricPoint> read(double now, bool last) {
+    std::vector<MetricPoint> out;
+    if (!on()) return out;
+    std::error_code ec;
+    for (const auto& entry : fs::directory_iterator(dir, ec)) {
+      std::string name = entry.path().filename().string();
+      if (auto rank = rank_of(name, "auto-", ".jsonl")) {
+        auto& r = readers[*rank];
+        if (!r) r = std::make_unique<sweep::MetricsFileReader>(entry.path().string());
+      } else if (auto srank = rank_of(name, "loaders-", ".json")) {
+        if (auto j = read_state(entry.path())) states[*srank] = std::move(*j);
+      }
+    }
+    for (auto& [rank, r] : readers) {
+      auto points = rename(rank, last ? r->finish(now) : r->poll(now));
+      out.insert(out.end(), points.begin(), points.end());
+    }
+    if (!states.empty()) {
+      const auto& first = states.begin()->second;
+      if (auto t = number(first, "steady_t")) steady_t = *t;
+    }
+    return out;
+  }
+};
+
+Measurement::Measurement(const SuperviseOptions& options, nlohmann::json status)
+    : impl_(std::make_unique<Impl>()) {
+  impl_->options = options;
+  impl_->status = std::move(status);
+  impl_->warmup = telemetry::parse_warmup(options.warmup);  // checked by the CLI
+  if (!impl_->warmup) impl_->warmup = telemetry::parse_warmup("5s");
+}
+
+Measurement::~Measurement() = default;
+
+void Measurement::on_started(const JobRecord& job) {
+  Impl& m = *impl_;
+  m.dir = hook_dir(job);
+  m.started_at = job.started_at.value_or(unix_now());
+  if (job.backend == "local" && !job.backend_id.empty())
+    m.io = std::make_unique<telemetry::IoTracker>(std::stoi(job.backend_id));
+}
+
+std::vector<MetricPoint> Measurement::tick(double now) {
+  Impl& m = *impl_;
+  auto points = m.read(now, false);
+  if (m.io) {
+    m.io->sample();
+    // Storage reads count from the steady state on (or from launch + warm-up without a hook).
+    double from = m.steady_t.value_or(m.started_at + m.warmup->seconds.value_or(0));
+    if (!m.io_rebased && (m.steady_t || (!m.on() && now >= from))) {
+      m.io->rebase();
+      m.io_rebased = true;
+    }
+  }
+  return points;
+}
+
+std::optional<std::string> Measurement::measured(double now) const {
+  const Impl& m = *impl_;
+  if (!m.options.measure) return std::nullopt;
+  double window = static_cast<double>(m.options.measure->count()) / 1000.0;
+  std::optional<double> from = m.steady_t;
+  // Without the hook there is no first-batch evidence: count from launch plus the warm-up.
+  if (!m.on() && m.warmup) from = m.started_at + m.warmup->seconds.value_or(0);
+  if (!from || now < *from + window) return std::nullopt;
+  return "measured " + format_duration(*m.options.measure) + " of steady state, then stopped";
+}
+
+std::vector<MetricPoint> Measurement::finish(double now) { return impl_->read(now, true); }
+
+Conclusion Measurement::conclude(const JobRecord& job, const telemetry::SummaryInput& in) const {
+  const Impl& m = *impl_;
+  Conclusion c;
+  c.stats["instrumentation"] = m.status;
+  c.stats["warmup"] = m.options.warmup;
+
+  telemetry::Phases phases;
+  phases.start_t = job.started_at.value_or(0);
+  phases.end_t = job.ended_at.value_or(unix_now());
+  std::map<int, double> steady_by_rank;
+  nlohmann::json loaders = nlohmann::json::array();
+  for (const auto& [rank, state] : m.states) {
+    if (auto t = number(state, "steady_t")) steady_by_rank[rank] = *t;
+    if (!phases.first_batch_t) {  // the lowest rank's phases describe the job
+      phases.first_batch_t = number(state, "first_batch_t");
+      phases.steady_t = number(state, "steady_t");
+      if (phases.first_batch_t) phases.source = "instrumented";
+    }
+    if (rank == m.states.begin()->first && state.contains("loaders")) {
+      loaders = state["loaders"];
+      if (state.contains("driver")) c.stats["loader_driver"] = state["driver"];
+    }
+  }
+  if (!m.states.empty()) {
+    c.stats["loaders"] = loaders;
+    c.stats["ranks"] = m.states.size();
+  }
+  // Without the hook, the job's first report shows its loop has run: the start of the
+  // warm-up, which then lasts the --warmup seconds.
+  const std::string& tp = m.options.throughput_metric;
+  if (!phases.first_batch_t) {
+    for (const auto& p : in.metrics) {
+      if (p.name.rfind(kHookPrefix, 0) == 0) continue;
+      if (p.name == tp || p.name == "data_wait" || p.name == "step_time") {
+        phases.first_batch_t = p.t;
+        phases.source = "job metrics";
+        break;
+      }
+    }
+    if (phases.first_batch_t && m.warmup && m.warmup->seconds &&
+        *phases.first_batch_t + *m.warmup->seconds < phases.end_t)
+      phases.steady_t = *phases.first_batch_t + *m.warmup->seconds;
+  }
+  if (phases.first_batch_t) {
+    c.stats["phases"] = {{"source", phases.source}, {"startup_s", *phases.startup_s()}};
+    double rate = job.gpu_count * job.rate_per_gpu_hour / 3600.0;
+    c.stats["phases"]["startup_usd"] = *phases.startup_s() * rate;
+    if (phases.steady_t) {
+      c.stats["phases"]["warmup_s"] = *phases.warmup_s();
+      c.stats["phases"]["steady_s"] = *phases.steady_s();
+    }
+    c.stats["phases"]["text"] = telemetry::describe_phases(phases, rate);
+  }
+
+  // Job-reported metrics only (the hook's are named hook.r<R>.*).
+  telemetry::SummaryInput own = in;
+  own.metrics.clear();
+  std::vector<MetricPoint> hook_points;
+  for (const auto& p : in.metrics)
+    (p.name.rfind(kHookPrefix, 0) == 0 ? hook_points : own.metrics).push_back(p);
+  c.summary = telemetry::steady_summary(own, phases);
+  if (phases.steady_t) {
+    telemetry::Summary whole = telemetry::summarize(own);
+    if (whole.util_mean) c.stats["util_mean_job"] = *whole.util_mean;
+  }
+  c.stats["data_wait_source"] = c.summary.data_wait_share ? "job" : "";
+
+  std::optional<double> from = phases.steady_t;
+  c.throughput = job_mean(own.metrics, tp, from);
+  std::string tp_source = c.throughput ? "job" : "";
+  // A step time with samples per step (e.g. from --metric-regex) gives a throughput, a data
+  // time with the step time a data wait.
+  auto step = job_mean(own.metrics, "step_time", from);
+  if (!c.throughput && tp == "samples_per_sec" && step && *step > 0) {
+    if (auto per = job_mean(own.metrics, "samples_per_step", from)) {
+      c.throughput = *per / *step;
+      tp_source = "job (samples_per_step / step_time)";
+    }
+  }
+  if (!c.summary.data_wait_share && step && *step > 0) {
+    if (auto data = job_mean(own.metrics, "data_time", from)) {
+      c.summary.data_wait_share = std::min(1.0, std::max(0.0, *data / *step));
+      c.stats["data_wait_source"] = "job (data_time / step_time)";
+    }
+  }
+  Instrumented hook = aggregate_hook_points(hook_points, steady_by_rank);
+  if (hook.samples_per_sec) {
+    c.stats["instrumented_throughput"] = *hook.samples_per_sec;
+    c.stats["instrumented_phase"] = hook.steady ? "steady" : "warm-up only";
+    if (!c.throughput && tp == "samples_per_sec") {
+      c.throughput = hook.samples_per_sec;
+      tp_source = "instrumented";
+    }
+  }
+  if (hook.data_wait) {
+    c.stats["instrumented_data_wait"] = *hook.data_wait;
+    if (!c.summary.data_wait_share) {
+      c.summary.data_wait_share = hook.data_wait;
+      c.stats["data_wait_source"] = "instrumented";
+    }
+  }
+  if (hook.step_time) c.stats["instrumented_step_time"] = *hook.step_time;
+  if (!tp_source.empty()) c.stats["throughput_source"] = tp_source;
+  c.evidence.data_wait_source = c.stats["data_wait_source"].get<std::string>();
+
+  if (m.io) {
+    auto io = m.io->evidence();
+    c.evidence.read_mib_per_s = io.read_mib_per_s();
+    c.evidence.iowait_share = io.iowait_share;
+    nlohmann::json j = {{"read_bytes", io.read_bytes}, {"seconds", io.seconds}};
+    if (io.iowait_share) j["iowait_share"] = *io.iowait_share;
+    j["readable"] = io.readable;
+    c.stats["io"] = j;
+  }
+  return c;
+}
+
+}  // namespace nodus::engine

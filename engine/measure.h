@@ -1,0 +1,75 @@
+#pragma once
+// Measuring a job without changing it: the Python hook (telemetry/pyhook.h) for jobs that run
+// Python, the phases (start-up, warm-up, steady state), --measure's time box, the I/O evidence
+// for the diagnosis, and the choice between what the job reports and what was instrumented.
+//
+// Precedence, per figure: the job's own report (NODUS_METRICS or a --metric-regex named
+// samples_per_sec / data_wait, or step_time with samples_per_step / data_time) wins over the
+// instrumented one; an instrumented figure is marked as such in the stats.
+
+#include <map>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/job.h"
+#include "core/samples.h"
+#include "engine/supervise_options.h"
+#include "telemetry/diagnosis.h"
+#include "telemetry/phases.h"
+#include "telemetry/summary.h"
+
+namespace nodus::engine {
+
+// The hook's folder for a job: next to its metrics file ("<id>.hook").
+std::string hook_dir(const JobRecord& job);
+
+// Decides whether the job gets the Python hook and, if so, writes it and adds PYTHONPATH
+// (the hook's folder first, then the user's or nodus's own), NODUS_HOOK_DIR and NODUS_WARMUP
+// to env. Returns {"on": bool, "why": text} as kept in the job's stats.
+nlohmann::json prepare_instrumentation(const JobRecord& job, const SuperviseOptions& options,
+                                       std::map<std::string, std::string>& env);
+
+// What the end of a job concludes from its series.
+struct Conclusion {
+  telemetry::Summary summary;        // steady state where known; money whole-job
+  std::optional<double> throughput;  // samples/s, steady
+  telemetry::Evidence evidence;
+  nlohmann::json stats = nlohmann::json::object();  // phases, sources, loaders, I/O
+};
+
+class Measurement {
+ public:
+  Measurement(const SuperviseOptions& options, nlohmann::json instrument_status);
+  ~Measurement();
+
+  void on_started(const JobRecord& job);
+  // Once per tick: new hook points (to store with the job's metrics) and the I/O sample.
+  std::vector<MetricPoint> tick(double now);
+  // Set once --measure's window is over: the note to record.
+  std::optional<std::string> measured(double now) const;
+  // At the end: last hook points.
+  std::vector<MetricPoint> finish(double now);
+
+  Conclusion conclude(const JobRecord& job, const telemetry::SummaryInput& in) const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// From hook points named "hook.r<R>.<field>": the sum over ranks of each rank's mean
+// samples_per_sec after its steady start, the mean over ranks of data_wait and step_time.
+struct Instrumented {
+  std::optional<double> samples_per_sec;
+  std::optional<double> data_wait;
+  std::optional<double> step_time;
+  int ranks = 0;
+  bool steady = false;  // false: only warm-up lines existed
+};
+Instrumented aggregate_hook_points(const std::vector<MetricPoint>& points,
+                                   const std::map<int, double>& steady_t_by_rank);
+
+}  // namespace nodus::engine

@@ -1,0 +1,325 @@
+# nodus's zero-change instrumentation for PyTorch jobs. nodus puts the folder holding this file
+# first on the job's PYTHONPATH, so Python imports it at start-up as `sitecustomize`. It
+#   1. runs the sitecustomize it shadows (Debian ships one), so nothing the system set up is lost;
+#   2. once torch.utils.data.dataloader is imported, wraps _BaseDataLoaderIter.__next__ to time
+#      how long the loop is blocked waiting for each batch (data wait), the time between batches
+#      (step) and the samples in each batch (leading dimension of the first tensor in it);
+#   3. writes, about every second, one JSON line per interval to
+#      $NODUS_HOOK_DIR/auto-<rank>.jsonl (samples_per_sec, data_wait, step_time, batch_size of
+#      the most-iterated loader) and a state file loaders-<rank>.json (every loader, the time of
+#      the first batch and the end of the warm-up).
+# It never changes what the program does or prints: the batch and any exception pass through
+# untouched, and any failure inside the hook disables it with one line on stderr.
+import sys as _nodus_sys
+
+
+def _nodus_chain():
+    # Run the sitecustomize this file shadows: the next one on sys.path after this folder.
+    import os
+    import importlib.machinery
+    import importlib.util
+    here = os.path.dirname(os.path.abspath(__file__))
+    rest = [p for p in _nodus_sys.path if os.path.abspath(p or ".") != here]
+    spec = importlib.machinery.PathFinder.find_spec("sitecustomize", rest)
+    if spec is None or spec.loader is None:
+        return
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+
+
+try:
+    _nodus_chain()
+except Exception as _e:  # what the shadowed file raises, Python would print and carry on too
+    _nodus_sys.stderr.write("nodus: the shadowed sitecustomize failed: %r\n" % (_e,))
+
+
+class _NodusHook(object):
+    def __init__(self, out_dir):
+        import os
+        import time
+        self.os = os
+        self.time = time
+        self.clock = time.perf_counter
+        self.out_dir = out_dir
+        self.pid = os.getpid()
+        self.rank = 0  # known at the first batch: a launcher may set it after start-up
+        self.world = 1
+        self.on = True
+        # Offset from the monotonic clock to unix time, taken once.
+        self.unix_offset = time.time() - self.clock()
+        warm = os.environ.get("NODUS_WARMUP", "5s").strip()
+        self.warm_batches = None
+        self.warm_seconds = None
+        if warm.endswith("s"):
+            self.warm_seconds = float(warm[:-1])
+        else:
+            self.warm_batches = int(warm)
+        self.loaders = {}  # key -> dict of counters
+        self.order = []
+        self.first_batch = None  # monotonic time the first batch of any loader arrived
+        self.last_batch = None  # and the latest one
+        self.steady = None  # monotonic time the warm-up of the driving loader ended
+        self.next_emit = None
+        self.lines = None
+        self.iter_key = {}  # id(iterator) -> loader key, for iterators seen this interval
+
+    def find_rank(self):
+        # torchrun and accelerate set RANK / WORLD_SIZE; a job that spawns its own processes
+        # may only have an initialized process group.
+        env = self.os.environ
+        if "RANK" in env:
+            self.rank = int(env["RANK"])
+            self.world = int(env.get("WORLD_SIZE", "1"))
+            return
+        dist = _nodus_sys.modules.get("torch.distributed")
+        if dist is not None and dist.is_available() and dist.is_initialized():
+            self.rank = dist.get_rank()
+            self.world = dist.get_world_size()
+
+    def fail(self, error):
+        self.on = False
+        try:
+            _nodus_sys.stderr.write("nodus: instrumentation off after an error in its hook: %r\n"
+                                    % (error,))
+        except Exception:
+            pass
+
+    def loader_for(self, it, frame):
+        dataset = getattr(it, "_dataset", None)
+        key = id(dataset)
+        entry = self.loaders.get(key)
+        if entry is None:
+            site = "?"
+            if frame is not None:
+                site = "%s:%d" % (self.os.path.basename(frame.f_code.co_filename), frame.f_lineno)
+            name = "%s@%s" % (type(dataset).__name__, site)
+            entry = {"name": name, "batches": 0, "samples": 0, "wait": 0.0, "step": 0.0,
+                     "steps": 0, "iw": 0.0, "istep": 0.0, "isteps": 0, "isamples": 0,
+                     "ibatches": 0, "last_bs": 0, "dataset": dataset}
+            self.loaders[key] = entry
+            self.order.append(key)
+        return entry
+
+    @staticmethod
+    def batch_size(batch, depth=0):
+        shape = getattr(batch, "shape", None)
+        if shape is not None and hasattr(batch, "dim"):
+            return int(shape[0]) if len(shape) > 0 else 1
+        if depth > 3:
+            return None
+        if isinstance(batch, dict):
+            for v in batch.values():
+                n = _NodusHook.batch_size(v, depth + 1)
+                if n is not None:
+                    return n
+        elif isinstance(batch, (list, tuple)):
+            for v in batch:
+                n = _NodusHook.batch_size(v, depth + 1)
+                if n is not None:
+                    return n
+        return None
+
+    def driver(self):
+        best = None
+        for key in self.order:
+            e = self.loaders[key]
+            if best is None or e["batches"] > best["batches"]:
+                best = e
+        return best
+
+    def record(self, it, t0, t1, batch, frame):
+        if self.os.getpid() != self.pid:  # a forked child (a loader worker): not the loop
+            return
+        e = self.loader_for(it, frame)
+        n = self.batch_size(batch)
+        if n is None:
+            n = 1
+        e["batches"] += 1
+        e["ibatches"] += 1
+        e["samples"] += n
+        e["isamples"] += n
+        e["last_bs"] = n
+        e["wait"] += t1 - t0
+        e["iw"] += t1 - t0
+        prev = getattr(it, "_nodus_prev", None)
+        if prev is not None:
+            step = t1 - prev
+            e["step"] += step
+            e["istep"] += step
+            e["steps"] += 1
+            e["isteps"] += 1
+        else:
+            e["iw"] -= t1 - t0  # a first batch's wait has no step to share: keep shares honest
+            e["wait"] -= t1 - t0
+        try:
+            it._nodus_prev = t1
+        except Exception:
+            pass
+        self.last_batch = t1
+        if self.first_batch is None:
+            self.find_rank()
+            self.first_batch = t1
+            self.next_emit = t1 + 1.0
+            self.interval_start = t1
+            self.write_state()
+        if self.steady is None:
+            d = self.driver()
+            if (self.warm_batches is not None and d["batches"] > self.warm_batches) or (
+                    self.warm_seconds is not None and t1 - self.first_batch >= self.warm_seconds):
+                # Warm-up over: what was counted so far is emitted as warm-up, the next
+                # interval starts clean so that no line mixes the two phases.
+                self.emit(t1)
+                self.steady = t1
+                self.write_state()
+                return
+        if t1 >= self.next_emit:
+            self.emit(t1)
+
+    def emit(self, now):
+        d = self.driver()
+        span = now - self.interval_start
+        if d is not None and d["ibatches"] > 0 and span > 0:
+            row = {"t": round(now + self.unix_offset, 3),
+                   "samples_per_sec": round(d["isamples"] / span, 3),
+                   "batch_size": d["last_bs"], "batches": d["batches"],
+                   "phase": 1 if self.steady is not None else 0}
+            if d["isteps"] > 0 and d["istep"] > 0:
+                row["data_wait"] = round(min(1.0, max(0.0, d["iw"] / d["istep"])), 5)
+                row["step_time"] = round(d["istep"] / d["isteps"], 6)
+            import json
+            if self.lines is None:
+                path = self.os.path.join(self.out_dir, "auto-%d.jsonl" % self.rank)
+                self.lines = open(path, "a", buffering=1)
+            self.lines.write(json.dumps(row) + "\n")
+        for e in self.loaders.values():
+            e["iw"] = 0.0
+            e["istep"] = 0.0
+            e["isteps"] = 0
+            e["isamples"] = 0
+            e["ibatches"] = 0
+        self.interval_start = now
+        self.next_emit = now + 1.0
+        self.write_state()
+
+    def write_state(self):
+        import json
+        loaders = []
+        for key in self.order:
+            e = self.loaders[key]
+            loaders.append({"name": e["name"], "batches": e["batches"], "samples": e["samples"],
+                            "wait_s": round(e["wait"], 6), "step_s": round(e["step"], 6),
+                            "steps": e["steps"]})
+        d = self.driver()
+        state = {"rank": self.rank, "world_size": self.world, "pid": self.pid,
+                 "loaders": loaders, "driver": d["name"] if d else None,
+                 "warmup": self.os.environ.get("NODUS_WARMUP", "5s")}
+        if self.first_batch is not None:
+            state["first_batch_t"] = round(self.first_batch + self.unix_offset, 3)
+        if self.steady is not None:
+            state["steady_t"] = round(self.steady + self.unix_offset, 3)
+        path = self.os.path.join(self.out_dir, "loaders-%d.json" % self.rank)
+        tmp = path + ".tmp"
+        with open(tmp, "w") as f:
+            f.write(json.dumps(state))
+        self.os.replace(tmp, path)
+
+    def at_exit(self):
+        if not self.on or self.os.getpid() != self.pid or self.first_batch is None:
+            return
+        try:
+            # The last interval ends with the last batch: time after the loop is not the loop's.
+            self.emit(max(self.last_batch, self.interval_start))
+            if self.lines is not None:
+                self.lines.close()
+        except Exception as error:
+            self.fail(error)
+
+
+def _nodus_patch(module, hook):
+    cls = module._BaseDataLoaderIter
+    original = cls.__next__
+    clock = hook.clock
+    getframe = _nodus_sys._getframe
+
+    def __next__(self):
+        if not hook.on:
+            return original(self)
+        t0 = clock()
+        batch = original(self)  # StopIteration and the loader's errors pass through as they are
+        t1 = clock()
+        try:
+            hook.record(self, t0, t1, batch, getframe(1))
+        except Exception as error:
+            hook.fail(error)
+        return batch
+
+    __next__.__wrapped__ = original
+    __next__.__doc__ = original.__doc__
+    cls.__next__ = __next__
+
+
+class _NodusFinder(object):
+    # A post-import hook: when torch.utils.data.dataloader is first imported, let the normal
+    # finders load it, then patch it. Nothing else is touched and nothing is imported early.
+    target = "torch.utils.data.dataloader"
+
+    def __init__(self, hook):
+        self.hook = hook
+
+    def find_spec(self, fullname, path=None, target=None):
+        if fullname != self.target:
+            return None
+        import importlib.machinery
+        spec = importlib.machinery.PathFinder.find_spec(fullname, path)
+        if spec is None or spec.loader is None or not hasattr(spec.loader, "exec_module"):
+            return None
+        loader = spec.loader
+        hook = self.hook
+        exec_module = loader.exec_module
+
+        def exec_and_patch(module):
+            exec_module(module)
+            try:
+                _nodus_patch(module, hook)
+            except Exception as error:
+                hook.fail(error)
+
+        try:
+            loader.exec_module = exec_and_patch
+        except Exception as error:
+            hook.fail(error)
+            return None
+        try:
+            _nodus_sys.meta_path.remove(self)
+        except ValueError:
+            pass
+        return spec
+
+    # Python < 3.4 finders API, never used on 3.x but harmless.
+    def find_module(self, fullname, path=None):
+        return None
+
+
+def _nodus_install():
+    import os
+    out_dir = os.environ.get("NODUS_HOOK_DIR")
+    if not out_dir or os.environ.get("NODUS_INSTRUMENT", "1") == "0":
+        return
+    hook = _NodusHook(out_dir)
+    import atexit
+    atexit.register(hook.at_exit)
+    module = _nodus_sys.modules.get(_NodusFinder.target)
+    if module is not None:
+        _nodus_patch(module, hook)
+    else:
+        _nodus_sys.meta_path.insert(0, _NodusFinder(hook))
+
+
+try:
+    _nodus_install()
+except Exception as _e:
+    try:
+        _nodus_sys.stderr.write("nodus: instrumentation off after an error in its hook: %r\n"
+                                % (_e,))
+    except Exception:
+        pass

@@ -1,0 +1,242 @@
+// Unmodified PyTorch scripts (tests/data/pytorch/, which know nothing of nodus) run under the
+// real binary on CPU: nodus's Python hook fills throughput, $/M samples and data wait, the
+// phases keep start-up out of them, --measure time-boxes cells, and the diagnosis of each
+// fixture is the one it is built to show. Needs /usr/bin/python3 with torch (python3-torch,
+// installed by scripts/install-deps.sh's test profile); without it every test here is skipped
+// with a message saying so.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "cli/fixtures.h"
+#include "cli/nodus_process.h"
+
+namespace nodus::testing {
+namespace {
+
+const std::string kPython = "/usr/bin/python3";
+const std::string kData = std::string(NODUS_TEST_DATA) + "/pytorch/";
+
+bool torch_available() {
+  static int ok = -1;
+  if (ok < 0) ok = std::system((kPython + " -c 'import torch' >/dev/null 2>&1").c_str()) == 0;
+  return ok == 1;
+}
+
+#define REQUIRE_TORCH()                                                                   \
+  if (!torch_available())                                                                 \
+  GTEST_SKIP() << "SKIPPED LOUDLY: " << kPython                                           \
+               << " cannot import torch; install python3-torch (scripts/install-deps.sh " \
+                  "test) to run the PyTorch measurement tests"
+
+// A TEST GPU ($1 a second) whose utilization a stand-in nvidia-smi reports as `util`.
+std::map<std::string, std::string> gpu_env(const NodusHome& home, int util) {
+  return {{"NODUS_LOCAL_GPUS", "TEST:1"},
+          {"NODUS_PRICES", write_test_prices(home)},
+          {"NODUS_NVIDIA_SMI", kData + "nvidia-smi-standin.sh"},
+          {"STANDIN_UTIL", std::to_string(util)}};
+}
+
+nlohmann::json stats_of(const NodusHome& home, const std::string& id) {
+  return show_json(home, id)["stats"];
+}
+
+std::string top_rule(const nlohmann::json& stats) {
+  if (!stats.contains("findings") || stats["findings"].empty()) return "";
+  return stats["findings"][0].value("rule", "");
+}
+
+TEST(PythonJobs, AnUnmodifiedScriptSweptOverWorkersGetsEveryFigureAndEndsZero) {
+  REQUIRE_TORCH();
+  NodusHome home;
+  // 20 ms of loading per batch (16 samples x ~1.2 ms of sleep) against 10 ms of compute: the
+  // main process waits at workers=0; two workers keep ahead of the loop.
+  auto r = home.run(
+      {"sweep",     "--gpu",     "TEST",    "--param", "workers=0,2", "--warmup",
+       "10",        "--measure", "4s",      "--grace", "2s",          "--timeout",
+       "120s",      "--format",  "json",    "--",      kPython,       kData + "plain_loop.py",
+       "--workers", "{workers}", "--steps", "100000",  "--sample-ms", "1.2",
+       "--step-ms", "10"},
+      gpu_env(home, 40));
+  ASSERT_EQ(r.code, 0) << r.err << r.out;
+  auto j = nlohmann::json::parse(r.out.substr(r.out.find('{')));
+  ASSERT_EQ(j["cells"].size(), 2u);
+  for (const auto& c : j["cells"]) {
+    SCOPED_TRACE(c.dump());
+    EXPECT_EQ(c["status"], "completed");
+    ASSERT_TRUE(c["throughput"].is_number());
+    EXPECT_GT(c["throughput"].get<double>(), 0);
+    ASSERT_TRUE(c["usd_per_million_samples"].is_number());
+    EXPECT_GT(c["usd_per_million_samples"].get<double>(), 0);
+    ASSERT_TRUE(c["data_wait"].is_number());
+    ASSERT_TRUE(c["util_mean"].is_number());
+    EXPECT_NEAR(c["util_mean"].get<double>(), 40, 0.5);  // steady state of the stand-in
+    ASSERT_TRUE(c["verdict"].is_string());
+    EXPECT_FALSE(c["verdict"].get<std::string>().empty());
+  }
+  const auto& w0 = j["cells"][0];
+  const auto& w2 = j["cells"][1];
+  EXPECT_GT(w0["data_wait"].get<double>(), 0.3);
+  EXPECT_EQ(w0["verdict"], "loader-starved");
+  EXPECT_LT(w2["data_wait"].get<double>(), w0["data_wait"].get<double>());
+  EXPECT_GT(w2["throughput"].get<double>(), w0["throughput"].get<double>());
+
+  auto s = stats_of(home, "1");
+  EXPECT_EQ(s["throughput_source"], "instrumented");
+  EXPECT_EQ(s["data_wait_source"], "instrumented");
+  EXPECT_EQ(s["phases"]["source"], "instrumented");
+  EXPECT_GT(s["phases"]["startup_s"].get<double>(), 0);
+  EXPECT_GE(s["phases"]["steady_s"].get<double>(), 4);
+  EXPECT_EQ(s["findings"][0]["signals"][0], "data_wait");
+  auto show = home.run({"show", "1"});
+  EXPECT_NE(show.out.find("instrumented     yes"), std::string::npos) << show.out;
+  EXPECT_NE(show.out.find("start-up "), std::string::npos) << show.out;
+  EXPECT_NE(show.out.find("loader (table)   Synthetic@plain_loop.py"), std::string::npos)
+      << show.out;
+}
+
+TEST(PythonJobs, ATimeoutStillShowsWhatWasMeasuredMarked) {
+  REQUIRE_TORCH();
+  NodusHome home;
+  auto r =
+      home.run({"run", "--gpu", "TEST", "--warmup", "10", "--timeout", "25s", "--grace", "1s", "--",
+                kPython, kData + "plain_loop.py", "--steps", "100000", "--sample-ms", "1"},
+               gpu_env(home, 30));
+  EXPECT_EQ(r.code, 124) << r.err;
+  auto ps = nlohmann::json::parse(home.run({"ps", "-a", "--format", "json"}).out);
+  EXPECT_EQ(ps[0]["state"], "timeout");
+  auto s = stats_of(home, "1");
+  ASSERT_TRUE(s.contains("throughput")) << s.dump();
+  EXPECT_GT(s["throughput"].get<double>(), 0);
+  EXPECT_TRUE(s["data_wait_share"].is_number());
+}
+
+TEST(PythonJobs, ExplicitMetricsWinOverInstrumentedOnes) {
+  REQUIRE_TORCH();
+  NodusHome home;
+  std::string script = home.file("explicit.py");
+  write_file(script,
+             "import json, os, runpy, sys, time\n"
+             "sys.argv = [sys.argv[0], '--steps', '300', '--sample-ms', '0.5']\n"
+             "runpy.run_path('" +
+                 kData +
+                 "plain_loop.py', run_name='__main__')\n"
+                 "with open(os.environ['NODUS_METRICS'], 'a') as f:\n"
+                 "    f.write(json.dumps({'samples_per_sec': 7.0, 'data_wait': 0.5}) + '\\n')\n"
+                 "    f.write(json.dumps({'samples_per_sec': 7.0, 'data_wait': 0.5}) + '\\n')\n");
+  auto r = home.run({"run", "--", kPython, script});
+  ASSERT_EQ(r.code, 0) << r.err;
+  auto s = stats_of(home, "1");
+  EXPECT_DOUBLE_EQ(s["throughput"].get<double>(), 7.0);
+  EXPECT_EQ(s["throughput_source"], "job");
+  EXPECT_DOUBLE_EQ(s["data_wait_share"].get<double>(), 0.5);
+  EXPECT_EQ(s["data_wait_source"], "job");
+  EXPECT_GT(s["instrumented_throughput"].get<double>(), 7.0);  // measured, shown, not used
+}
+
+TEST(PythonJobs, TheHookChangesNeitherOutputNorExitCode) {
+  REQUIRE_TORCH();
+  NodusHome home;
+  auto with = home.run({"run", "--", kPython, kData + "dict_batch.py", "7"});
+  auto without = home.run({"run", "--no-instrument", "--", kPython, kData + "dict_batch.py", "7"});
+  ASSERT_EQ(with.code, 0) << with.err;
+  ASSERT_EQ(without.code, 0) << without.err;
+  EXPECT_EQ(with.out, without.out);
+  EXPECT_NE(with.out.find("seen 3000"), std::string::npos) << with.out;
+  auto j1 = show_json(home, "1");
+  EXPECT_EQ(j1["stats"]["loaders"][0]["samples"], 3000);  // 428 batches of 7 and one of 4
+  auto j2 = show_json(home, "2");
+  EXPECT_FALSE(j2["stats"].contains("instrumented_throughput"));
+  EXPECT_NE(home.run({"show", "2"}).out.find("instrumented     no: --no-instrument"),
+            std::string::npos);
+}
+
+TEST(PythonJobs, AFailingHookSaysSoOnceAndLeavesTheJobAlone) {
+  REQUIRE_TORCH();
+  NodusHome home;
+  // The hook cannot write its figures (its folder is replaced by a file before the first
+  // batch): one line on stderr, the job's own output and exit code untouched.
+  std::string script = home.file("breaks_hook.py");
+  write_file(script,
+             "import os, shutil, sys\n"
+             "d = os.environ['NODUS_HOOK_DIR']\n"
+             "shutil.rmtree(d); open(d, 'w').close()\n"
+             "import torch\n"
+             "from torch.utils.data import DataLoader\n"
+             "print(sum(int(b.sum()) for b in DataLoader(list(range(100)), batch_size=10)))\n"
+             "sys.exit(3)\n");
+  auto r = home.run({"run", "--", kPython, script});
+  EXPECT_EQ(r.code, 3) << r.err;
+  EXPECT_NE(r.out.find("4950"), std::string::npos) << r.out;
+  size_t first = r.err.find("nodus: instrumentation off");
+  ASSERT_NE(first, std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("nodus: instrumentation off", first + 1), std::string::npos) << r.err;
+}
+
+TEST(PythonJobs, IsolatedPythonIsNotInstrumentedAndShowSaysWhy) {
+  REQUIRE_TORCH();
+  NodusHome home;
+  auto r = home.run({"run", "--", kPython, "-I", kData + "iterable.py", "50"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(home.run({"show", "1"}).out.find("python -I ignores PYTHONPATH"), std::string::npos);
+}
+
+TEST(PythonJobs, TheShadowedSitecustomizeStillRuns) {
+  REQUIRE_TORCH();
+  NodusHome home;
+  std::string dir = home.file("site");
+  ASSERT_EQ(std::system(("mkdir -p " + dir).c_str()), 0);
+  write_file(dir + "/sitecustomize.py", "import builtins\nbuiltins.MARK = 'chained'\n");
+  auto r = home.run({"run", "-e", "PYTHONPATH=" + dir, "--", kPython, "-c",
+                     "import builtins, sys; print(builtins.MARK); "
+                     "print(sys.path.index('" +
+                         dir + "') > 0)"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("chained\nTrue"), std::string::npos) << r.out;
+}
+
+TEST(PythonJobs, EachFixtureGetsTheFiguresItIsBuiltToShow) {
+  REQUIRE_TORCH();
+  NodusHome home;
+  // train + eval: the train loader drives the figures, the eval loader is listed.
+  ASSERT_EQ(home.run({"run", "--warmup", "20", "--", kPython, kData + "train_eval.py"}).code, 0);
+  auto te = stats_of(home, "1");
+  ASSERT_EQ(te["loaders"].size(), 2u) << te.dump();
+  EXPECT_EQ(te["loader_driver"].get<std::string>().rfind("Slow@train_eval.py", 0), 0u);
+  EXPECT_EQ(top_rule(te), "loader-starved") << te.dump();
+
+  // IterableDataset, batches of 10.
+  ASSERT_EQ(home.run({"run", "--warmup", "20", "--", kPython, kData + "iterable.py"}).code, 0);
+  auto it = stats_of(home, "2");
+  EXPECT_EQ(it["loaders"][0]["samples"], 2000);
+  EXPECT_GT(it["throughput"].get<double>(), 0);
+
+  // A loop that breaks early: its 150 batches counted, then the loop is gone.
+  ASSERT_EQ(home.run({"run", "--warmup", "20", "--", kPython, kData + "early_break.py"}).code, 0);
+  auto eb = stats_of(home, "3");
+  EXPECT_EQ(eb["loaders"][0]["batches"], 150);
+  EXPECT_LT(eb["data_wait_share"].get<double>(), 0.10);  // a fast in-memory loader
+  EXPECT_NE(top_rule(eb), "loader-starved");
+
+  // A 2-rank gloo job: both ranks report, their throughputs add up.
+  ASSERT_EQ(home.run({"run", "--warmup", "20", "--", kPython, kData + "ddp_cpu.py"}).code, 0);
+  auto dd = stats_of(home, "4");
+  EXPECT_EQ(dd["ranks"], 2);
+  EXPECT_GT(dd["throughput"].get<double>(), 0);
+}
+
+TEST(PythonJobs, ASleepUnderAStandInGpuIsNotToldToRaiseNumWorkers) {
+  NodusHome home;
+  auto r = home.run({"run", "--gpu", "TEST", "--", "sleep", "4"}, gpu_env(home, 0));
+  ASSERT_EQ(r.code, 0) << r.err;
+  auto s = stats_of(home, "1");
+  EXPECT_EQ(s["verdict"], "low-util") << s.dump();
+  EXPECT_EQ(r.err.find("num_workers"), std::string::npos) << r.err;
+  EXPECT_EQ(s.dump().find("num_workers"), std::string::npos) << s.dump();
+  EXPECT_EQ(s["instrumentation"]["on"], false);
+}
+
+}  // namespace
+}  // namespace nodus::testing

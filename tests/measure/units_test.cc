@@ -1,0 +1,131 @@
+// The pieces of measuring without changing the job, one at a time: which commands get the
+// Python hook, the hook's figures across ranks, phases, and the /proc parsers of the I/O
+// evidence.
+#include <gtest/gtest.h>
+
+#include "engine/measure.h"
+#include "telemetry/io_evidence.h"
+#include "telemetry/phases.h"
+#include "telemetry/pyhook.h"
+
+namespace nodus {
+namespace {
+
+using telemetry::python_ignores_hook;
+using telemetry::runs_python;
+
+TEST(PyHook, PythonCommandsAndLaunchers) {
+  EXPECT_TRUE(runs_python({"python", "train.py"}));
+  EXPECT_TRUE(runs_python({"/usr/bin/python3", "train.py"}));
+  EXPECT_TRUE(runs_python({"python3.11", "-u", "train.py"}));
+  EXPECT_TRUE(runs_python({"torchrun", "--nproc_per_node", "8", "train.py"}));
+  EXPECT_TRUE(runs_python({"accelerate", "launch", "train.py"}));
+  EXPECT_TRUE(runs_python({"env", "A=1", "python3", "train.py"}));
+  EXPECT_FALSE(runs_python({"sleep", "20"}));
+  EXPECT_FALSE(runs_python({"sh", "-c", "python train.py"}));  // a shell's child: not known
+  EXPECT_FALSE(runs_python({"./pythonic-tool"}));
+  EXPECT_FALSE(runs_python({}));
+}
+
+TEST(PyHook, FlagsThatMakePythonIgnoreTheHook) {
+  EXPECT_NE(python_ignores_hook({"python3", "-I", "t.py"}), std::nullopt);
+  EXPECT_NE(python_ignores_hook({"python3", "-uE", "t.py"}), std::nullopt);
+  EXPECT_NE(python_ignores_hook({"python3", "-S", "t.py"}), std::nullopt);
+  EXPECT_NE(python_ignores_hook({"python3", "-W", "ignore", "-I", "t.py"}), std::nullopt);
+  EXPECT_EQ(python_ignores_hook({"python3", "t.py", "-I"}), std::nullopt);  // the script's
+  EXPECT_EQ(python_ignores_hook({"python3", "-m", "pkg", "-E"}), std::nullopt);
+  EXPECT_EQ(python_ignores_hook({"python3", "-c", "print(1)", "-I"}), std::nullopt);
+  EXPECT_EQ(python_ignores_hook({"python3", "-Wignore", "t.py"}), std::nullopt);
+  EXPECT_EQ(python_ignores_hook({"torchrun", "-I", "t.py"}), std::nullopt);
+}
+
+TEST(PyHook, TheEmbeddedSourceIsTheFileInTheRepository) {
+  auto text = telemetry::pyhook_source();
+  EXPECT_NE(text.find("def _nodus_chain"), std::string_view::npos);
+  EXPECT_NE(text.find("_BaseDataLoaderIter"), std::string_view::npos);
+  EXPECT_GT(text.size(), 4000u);
+}
+
+MetricPoint pt(double t, const std::string& name, double v) { return {t, name, v}; }
+
+TEST(HookPoints, RanksAddThroughputAndAverageDataWaitAfterTheirSteadyStart) {
+  std::vector<MetricPoint> p = {
+      pt(10, "hook.r0.samples_per_sec", 1),  // warm-up: left out
+      pt(10, "hook.r0.data_wait", 0.9),
+      pt(11, "hook.r0.samples_per_sec", 100),
+      pt(11, "hook.r0.data_wait", 0.2),
+      pt(12, "hook.r0.samples_per_sec", 120),
+      pt(12, "hook.r0.data_wait", 0.4),
+      pt(11, "hook.r1.samples_per_sec", 90),
+      pt(11, "hook.r1.data_wait", 0.1),
+      pt(11, "samples_per_sec", 5),  // the job's own: not the hook's
+  };
+  auto agg = engine::aggregate_hook_points(p, {{0, 10}, {1, 10}});
+  EXPECT_TRUE(agg.steady);
+  EXPECT_EQ(agg.ranks, 2);
+  EXPECT_DOUBLE_EQ(*agg.samples_per_sec, 110 + 90);
+  EXPECT_DOUBLE_EQ(*agg.data_wait, (0.3 + 0.1) / 2);
+}
+
+TEST(HookPoints, WarmUpOnlyIsUsedAndSaidSo) {
+  std::vector<MetricPoint> p = {pt(10, "hook.r0.samples_per_sec", 50)};
+  auto agg = engine::aggregate_hook_points(p, {});
+  EXPECT_FALSE(agg.steady);
+  EXPECT_DOUBLE_EQ(*agg.samples_per_sec, 50);
+  EXPECT_FALSE(agg.data_wait);
+  EXPECT_FALSE(engine::aggregate_hook_points({}, {}).samples_per_sec);
+}
+
+TEST(Phases, WarmupParsesBatchesOrDurations) {
+  EXPECT_EQ(telemetry::parse_warmup("20")->batches, 20);
+  EXPECT_DOUBLE_EQ(*telemetry::parse_warmup("5s")->seconds, 5);
+  EXPECT_DOUBLE_EQ(*telemetry::parse_warmup("1m")->seconds, 60);
+  EXPECT_FALSE(telemetry::parse_warmup(""));
+  EXPECT_FALSE(telemetry::parse_warmup("-3"));
+  EXPECT_FALSE(telemetry::parse_warmup("fast"));
+  EXPECT_FALSE(telemetry::parse_warmup("99999999999"));
+}
+
+TEST(Phases, SteadyFiguresExcludeStartUpButMoneyStaysWholeJob) {
+  telemetry::SummaryInput in;
+  in.cost = 10;
+  in.wall_s = 20;
+  for (int t = 0; t < 20; ++t) in.gpu.push_back({double(t), 0, t < 10 ? 0.0 : 90.0});
+  telemetry::Phases ph;
+  ph.start_t = 0;
+  ph.end_t = 20;
+  ph.first_batch_t = 8;
+  ph.steady_t = 10;
+  ph.source = "instrumented";
+  auto s = telemetry::steady_summary(in, ph);
+  EXPECT_DOUBLE_EQ(*s.util_mean, 90);
+  EXPECT_DOUBLE_EQ(s.cost, 10);
+  EXPECT_DOUBLE_EQ(*s.idle_usd, 10 * (1 - 0.45));  // whole-job util 45%
+  EXPECT_EQ(telemetry::describe_phases(ph, 0.5),
+            "start-up 8.0 s, $4.00; warm-up 2.0 s; steady 10.0 s (instrumented)");
+  telemetry::Phases unknown;
+  EXPECT_EQ(telemetry::describe_phases(unknown, 1), "");
+  EXPECT_DOUBLE_EQ(*telemetry::steady_summary(in, unknown).util_mean, 45);
+}
+
+TEST(IoEvidence, ParsesProcFiles) {
+  EXPECT_EQ(telemetry::parse_read_bytes("rchar: 5\nwchar: 1\nread_bytes: 4096\nwrite_bytes: 0\n"),
+            4096u);
+  EXPECT_EQ(telemetry::parse_read_bytes("rchar: 5\n"), std::nullopt);
+  auto cpu = telemetry::parse_cpu_iowait("cpu  10 0 10 70 10 0 0 0 0 0\ncpu0 1 2 3\n");
+  ASSERT_TRUE(cpu);
+  EXPECT_EQ(cpu->first, 10u);
+  EXPECT_EQ(cpu->second, 100u);
+  EXPECT_FALSE(telemetry::parse_cpu_iowait("intr 1 2 3"));
+}
+
+TEST(IoEvidence, TracksItsOwnReadsFromProc) {
+  telemetry::IoTracker io(getpid());
+  io.sample();
+  auto e = io.evidence();
+  EXPECT_TRUE(e.readable);
+  EXPECT_EQ(e.read_bytes, 0u);  // nothing counted before the first sample
+}
+
+}  // namespace
+}  // namespace nodus
