@@ -47,10 +47,10 @@ TEST(Billing, ResumedSweepKeepsTheBudgetAcrossAttempts) {
   // Cells ignore SIGTERM, so only the budget cap's SIGKILL ends them.
   // No --env here: resuming a sweep that had one fails on its own (cli/cmd_sweep.cc restore).
   // The marker is bash's $0; the job's only long-lived process is that bash.
-  pid_t pid = home.start({"sweep", "--gpu", "H100:2", "--budget", "0.01", "--grace", "500ms",
-                          "--param", "i=1,2", "--", "bash", "-c",
-                          "trap '' TERM; while :; do sleep 0.2; done; echo {i}", marker},
-                         env);
+  pid_t pid = home.start(
+      {"sweep", "--gpu", "H100:2", "--budget", "0.01", "--grace", "500ms", "--param", "i=1,2", "--",
+       "bash", "-c", "trap '' TERM; while :; do sleep 0.2; done; echo {i}", marker},
+      env);
   usleep(3'000'000);
   kill(pid, SIGKILL);  // the sweep dies; its cell's supervisor and job with it
   wait_exit(pid, std::chrono::seconds(5));
