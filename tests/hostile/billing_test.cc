@@ -45,10 +45,12 @@ TEST(Billing, ResumedSweepKeepsTheBudgetAcrossAttempts) {
   std::string marker = unique_marker();
   std::map<std::string, std::string> env{{"NODUS_LOCAL_GPUS", "H100:2"}};
   // Cells ignore SIGTERM, so only the budget cap's SIGKILL ends them.
-  pid_t pid = home.start({"sweep", "--gpu", "H100:2", "--budget", "0.01", "--grace", "500ms",
-                          "--param", "i=1,2", "--env", "MARKER=" + marker, "--", "bash", "-c",
-                          "trap '' TERM; sleep 1000; echo {i}", marker},
-                         env);
+  // No --env here: resuming a sweep that had one fails on its own (cli/cmd_sweep.cc restore).
+  // The marker is bash's $0; the job's only long-lived process is that bash.
+  pid_t pid = home.start(
+      {"sweep", "--gpu", "H100:2", "--budget", "0.01", "--grace", "500ms", "--param", "i=1,2", "--",
+       "bash", "-c", "trap '' TERM; while :; do sleep 0.2; done; echo {i}", marker},
+      env);
   usleep(3'000'000);
   kill(pid, SIGKILL);  // the sweep dies; its cell's supervisor and job with it
   wait_exit(pid, std::chrono::seconds(5));
@@ -56,7 +58,7 @@ TEST(Billing, ResumedSweepKeepsTheBudgetAcrossAttempts) {
   home.run({"ps"});  // the dead cell is reconciled (billed to its heartbeat)
 
   auto r = home.run({"sweep", "--resume", "1"}, env);
-  EXPECT_NE(r.code, 0) << r.err;
+  EXPECT_EQ(r.code, 122) << r.err;
   EXPECT_EQ(survivors(marker, 10), 0u);
 
   auto sweeps = nlohmann::json::parse(home.run({"sweeps", "--format", "json"}).out);
