@@ -35,7 +35,9 @@ TEST(KillNodus, TimeoutKillOfRunsProcessGroupLeavesNothingRunning) {
   EXPECT_EQ(job["state"], "lost");
   EXPECT_LE(job["cost_usd"].get<double>(), 1.0);
   const std::string cgroup = job_cgroup(job);
-  if (!cgroup.empty()) EXPECT_TRUE(cgroup_empty(cgroup)) << cgroup;
+  if (!cgroup.empty()) {
+    EXPECT_TRUE(cgroup_empty(cgroup)) << cgroup;
+  }
   expect_gpus_free(home);
 }
 
