@@ -17,8 +17,8 @@ struct SuperviseOptions {
   std::optional<double> budget_cap;         // a sweep's budget share for this job (USD)
   std::vector<std::string> metric_regexes;  // "NAME=REGEX"
   std::string throughput_metric = "samples_per_sec";
-  bool instrument = true;        // the Python hook for jobs that run Python (--no-instrument)
-  std::string warmup = "5s";     // batches ("20") or a duration (--warmup)
+  bool instrument = true;     // the Python hook for jobs that run Python (--no-instrument)
+  std::string warmup = "5s";  // batches ("20") or a duration (--warmup)
   std::optional<std::chrono::milliseconds> measure;  // stop after this much steady state
 
   nlohmann::json to_json() const;

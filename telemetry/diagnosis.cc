@@ -41,7 +41,8 @@ bool io_evidence(const Evidence& e) {
 
 std::string io_text(const Evidence& e) {
   std::vector<std::string> parts;
-  if (e.read_mib_per_s) parts.push_back("storage reads " + fixed(*e.read_mib_per_s, "%.1f") + " MiB/s");
+  if (e.read_mib_per_s)
+    parts.push_back("storage reads " + fixed(*e.read_mib_per_s, "%.1f") + " MiB/s");
   if (e.iowait_share) parts.push_back("iowait " + format_percent(*e.iowait_share * 100));
   return parts.empty() ? "storage reads unknown" : join(parts, ", ");
 }
@@ -168,10 +169,15 @@ std::vector<Finding> diagnose(const Summary& s, const Evidence& e) {
     }
   }
   if (s.util_mean && *s.util_mean >= kBusyUtil) {
-    out.push_back({"busy", "ok", "GPU busy",
+    out.push_back({"busy",
+                   "ok",
+                   "GPU busy",
                    "nothing to fix for idling; if steps are still slow, torch.autocast with "
                    "bf16 (Tensor Cores) and sizes in multiples of 8",
-                   util_text(s), true, 0.1, {"gpu_util"}});
+                   util_text(s),
+                   true,
+                   0.1,
+                   {"gpu_util"}});
   }
   std::stable_sort(out.begin(), out.end(),
                    [](const Finding& a, const Finding& b) { return a.score > b.score; });

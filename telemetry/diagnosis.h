@@ -35,7 +35,7 @@ inline constexpr double kSteadyStddev = 15;    // percentage points
 inline constexpr double kSawtoothHigh = 0.25;  // a quarter of the steps jump idle <-> busy
 inline constexpr double kCpuSaturated = 0.85;  // of the job's cores
 inline constexpr double kCpuIdle = 0.40;
-inline constexpr double kProcessBusy = 80;  // percent of one core: a process computing flat out
+inline constexpr double kProcessBusy = 80;   // percent of one core: a process computing flat out
 inline constexpr double kReadMibHigh = 1.0;  // MiB/s read from storage by the job's tree
 inline constexpr double kIowaitHigh = 0.10;  // of the machine's CPU time
 

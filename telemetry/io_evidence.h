@@ -18,8 +18,8 @@
 namespace nodus::telemetry {
 
 struct IoEvidence {
-  uint64_t read_bytes = 0;  // by the tree since the tracker started
-  double seconds = 0;       // over this long
+  uint64_t read_bytes = 0;             // by the tree since the tracker started
+  double seconds = 0;                  // over this long
   std::optional<double> iowait_share;  // 0..1 of all CPU time, machine-wide
   bool readable = false;               // /proc/<pid>/io could be read at least once
 
