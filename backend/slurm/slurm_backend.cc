@@ -200,8 +200,6 @@ Result<void> SlurmBackend::submit(JobRecord& job, const LaunchSpec& spec) {
   auto request = build_submit(job, spec, (*rest)->settings());
   if (!request) return request.error();
   ensure_workdir((*rest)->settings().workdir);
-  if (!request->time_limit_minutes)
-    std::fprintf(stderr, "nodus: warning: %s\n", std::string(kUnboundedWarning).c_str());
 
   // Exactly once: a POST whose answer was lost (timeout, slurmrestd stopped) may still have
   // created the job, so nothing is sent again before Slurm has answered that it has no job by
@@ -240,6 +238,8 @@ Result<void> SlurmBackend::submit(JobRecord& job, const LaunchSpec& spec) {
   }
   job.backend_id = std::to_string(*id);
   job.log_path = request->output_path;
+  if (!request->time_limit_minutes)  // once Slurm took it: a rejected job needs no warning
+    std::fprintf(stderr, "nodus: warning: %s\n", std::string(kUnboundedWarning).c_str());
   Watch& w = watches_[job.id];
   w = Watch{};
   w.output = std::make_unique<OutputFollower>(job.log_path, spec.attach, spec.on_line);
