@@ -215,6 +215,17 @@ Result<void> SlurmBackend::submit(JobRecord& job, const LaunchSpec& spec) {
     }
     if (!submitted.error().retryable())
       return Error::permanent("cannot submit the job to Slurm: " + submitted.error().message);
+    // Never connected (no socket, connection refused): the POST reached nobody, so there is
+    // nothing to look for; give up after the usual attempts.
+    const std::string& why = submitted.error().message;
+    if (why.find("does not exist") != std::string::npos ||
+        why.find("Couldn't connect") != std::string::npos) {
+      if (attempt >= timing_.submit_attempts)
+        return Error::permanent("cannot submit the job to Slurm: " + why);
+      std::this_thread::sleep_for(delay);
+      delay *= 2;
+      continue;
+    }
     answer_lost = true;
     auto found = find_by_name_patiently(**rest, request->name);
     if (found && !*found) {
