@@ -200,8 +200,6 @@ Result<void> SlurmBackend::submit(JobRecord& job, const LaunchSpec& spec) {
   auto request = build_submit(job, spec, (*rest)->settings());
   if (!request) return request.error();
   ensure_workdir((*rest)->settings().workdir);
-  if (!request->time_limit_minutes)
-    std::fprintf(stderr, "nodus: warning: %s\n", std::string(kUnboundedWarning).c_str());
 
   // Exactly once: a POST whose answer was lost (timeout, slurmrestd stopped) may still have
   // created the job, so nothing is sent again before Slurm has answered that it has no job by
@@ -217,6 +215,17 @@ Result<void> SlurmBackend::submit(JobRecord& job, const LaunchSpec& spec) {
     }
     if (!submitted.error().retryable())
       return Error::permanent("cannot submit the job to Slurm: " + submitted.error().message);
+    // Never connected (no socket, connection refused): the POST reached nobody, so there is
+    // nothing to look for; give up after the usual attempts.
+    const std::string& why = submitted.error().message;
+    if (why.find("does not exist") != std::string::npos ||
+        why.find("Couldn't connect") != std::string::npos) {
+      if (attempt >= timing_.submit_attempts)
+        return Error::permanent("cannot submit the job to Slurm: " + why);
+      std::this_thread::sleep_for(delay);
+      delay *= 2;
+      continue;
+    }
     answer_lost = true;
     auto found = find_by_name_patiently(**rest, request->name);
     if (found && !*found) {
@@ -240,6 +249,8 @@ Result<void> SlurmBackend::submit(JobRecord& job, const LaunchSpec& spec) {
   }
   job.backend_id = std::to_string(*id);
   job.log_path = request->output_path;
+  if (!request->time_limit_minutes)  // once Slurm took it: a rejected job needs no warning
+    std::fprintf(stderr, "nodus: warning: %s\n", std::string(kUnboundedWarning).c_str());
   Watch& w = watches_[job.id];
   w = Watch{};
   w.output = std::make_unique<OutputFollower>(job.log_path, spec.attach, spec.on_line);

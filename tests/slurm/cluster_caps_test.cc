@@ -150,7 +150,9 @@ TEST(SlurmClusterStop, CancelEndsARunningJob) {
   ASSERT_TRUE(backend->kill(job).ok());
   auto outcome = wait_to_end(*backend, job, 10);
   ASSERT_TRUE(outcome);
-  EXPECT_EQ(outcome->exit_code, 137);  // SIGKILL through the signal API, as a local kill
+  // SIGKILL through the signal API (137); 143 when Slurm still reported the job as starting
+  // (CONFIGURING) and took the cancel's TERM.
+  EXPECT_TRUE(outcome->exit_code == 137 || outcome->exit_code == 143) << outcome->exit_code;
   EXPECT_LE(outcome->ended_at, t0 + 2.0);
   EXPECT_TRUE(backend->kill(job).ok());  // again, after the end: still fine
 }

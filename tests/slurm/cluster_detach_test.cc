@@ -65,7 +65,9 @@ TEST(SlurmClusterDetach, JobWhoseIdWasLostIsFoundByName) {
   EXPECT_EQ(lost.backend_id, slurm_id);
   auto outcome = wait_to_end(*ps, job, 10);
   ASSERT_TRUE(outcome);
-  EXPECT_EQ(outcome->exit_code, 137);  // a kill is SIGKILL, as for local jobs
+  // SIGKILL when it already ran (a kill is SIGKILL, as for local jobs); a cancel's TERM when
+  // Slurm had it still queued.
+  EXPECT_TRUE(outcome->exit_code == 137 || outcome->exit_code == 143) << outcome->exit_code;
 }
 
 }  // namespace
