@@ -57,16 +57,17 @@ TEST(Run, CostCapStopsAtTheCapAndNeverBillsMore) {
   NodusHome home;
   std::string prices = write_test_prices(home);
   auto env =
-      std::map<std::string, std::string>{{"NODUS_LOCAL_GPUS", "TEST:4"}, {"NODUS_PRICES", prices}};
-  // $1.50 at $1/s: SIGTERM 0.5 s before the cap, SIGKILL at it; the script ignores SIGTERM.
-  auto r = home.run({"run", "--gpu", kTestGpu, "--max-cost", "1.5", "--grace", "500ms", "--", "sh",
+      std::map<std::string, std::string>{{"NODUS_LOCAL_GPUS", "TEST:1"}, {"NODUS_PRICES", prices}};
+  // $0.375 at $0.25/s (one TEST GPU): 1.5 s; SIGTERM 0.5 s before the cap, SIGKILL at it; the
+  // script ignores SIGTERM.
+  auto r = home.run({"run", "--gpu", "TEST", "--max-cost", "0.375", "--grace", "500ms", "--", "sh",
                      "-c", "trap '' TERM; sleep 30"},
                     env);
   EXPECT_EQ(r.code, 122) << r.err;
   auto j = show_json(home, "1");
   EXPECT_EQ(j["state"], "cost-cap");
-  EXPECT_LE(j["cost_usd"].get<double>(), 1.5);
-  EXPECT_GT(j["cost_usd"].get<double>(), 1.3) << "killed within 200 ms of the cap";
+  EXPECT_LE(j["cost_usd"].get<double>(), 0.375);
+  EXPECT_GT(j["cost_usd"].get<double>(), 0.325) << "killed within 200 ms of the cap";
 }
 
 TEST(Run, NoProcessOfTheTreeSurvives) {

@@ -202,9 +202,9 @@ TEST(Files, AStaleLogFromAnOlderStoreIsReplacedNotAppendedTo) {
 }
 
 TEST(Files, FoldersAreCreated0700AndUnsafeOnesRefused) {
-  NodusHome home;
-  std::string nested = home.file("nested/home");
-  auto r = home.run({"run", "--", "true"}, {{"NODUS_HOME", nested}});
+  NodusHome home;  // NodusHome always sets NODUS_HOME to its own (mkdtemp, 0700) folder
+  std::string nested = home.path();
+  auto r = home.run({"run", "--", "true"});
   ASSERT_EQ(r.code, 0) << r.err;
   for (const char* sub : {"", "/logs", "/metrics"}) {
     struct stat st {};
@@ -213,19 +213,19 @@ TEST(Files, FoldersAreCreated0700AndUnsafeOnesRefused) {
   }
   // A pre-existing 0755 logs folder is tightened; one others can write is refused.
   ::chmod((nested + "/logs").c_str(), 0755);
-  EXPECT_EQ(home.run({"run", "--", "true"}, {{"NODUS_HOME", nested}}).code, 0);
+  EXPECT_EQ(home.run({"run", "--", "true"}).code, 0);
   struct stat st {};
   ::stat((nested + "/logs").c_str(), &st);
   EXPECT_EQ(st.st_mode & 0777, 0700u);
   ::chmod((nested + "/logs").c_str(), 0777);
-  auto refused = home.run({"run", "--", "touch", home.file("marker")}, {{"NODUS_HOME", nested}});
+  auto refused = home.run({"run", "--", "touch", home.file("marker")});
   EXPECT_EQ(refused.code, 125);
   EXPECT_NE(refused.err.find("others can write"), std::string::npos) << refused.err;
   EXPECT_FALSE(fs::exists(home.file("marker")));
   ::chmod((nested + "/logs").c_str(), 0700);
   if (::geteuid() == 0) {  // only root can give a folder away
     ASSERT_EQ(::chown((nested + "/metrics").c_str(), 12345, 12345), 0);
-    auto other = home.run({"run", "--", "touch", home.file("marker")}, {{"NODUS_HOME", nested}});
+    auto other = home.run({"run", "--", "touch", home.file("marker")});
     EXPECT_EQ(other.code, 125);
     EXPECT_NE(other.err.find("belongs to uid 12345"), std::string::npos) << other.err;
     EXPECT_FALSE(fs::exists(home.file("marker")));
