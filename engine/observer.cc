@@ -6,8 +6,8 @@
 #include <limits>
 
 #include "core/parse.h"
-#include "sweep/metric_flood.h"
 #include "engine/measure.h"
+#include "sweep/metric_flood.h"
 #include "sweep/metric_regex.h"
 #include "sweep/metrics.h"
 #include "telemetry/diagnosis.h"

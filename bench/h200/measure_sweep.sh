@@ -10,7 +10,7 @@
 #   env.txt, nodus.db
 # The nodus binary: $NODUS, else .device/nodus (carried from the Debian build), else build/nodus.
 set -u
-cd "$(dirname "$0")/../.."
+cd "$(dirname "$0")/../.." || exit 1
 N=${NODUS:-$PWD/.device/nodus}
 [ -x "$N" ] || N=$PWD/build/nodus
 OUT=${OUT:-/tmp/measure-out}
@@ -29,7 +29,7 @@ S=bench/h200/imagenet_style.py
 # 1. The sweep: each cell measured for 30 s of steady state after a 10 s warm-up, then stopped
 #    (that is its plan: it completed). --timeout is only the backstop.
 "$N" sweep --name measure --gpu H200 --param num_workers=0,4,8,14 --warmup 10s --measure 30s \
-  --timeout 4m -- $PY $S --workers {num_workers} > "$OUT/sweep.txt" 2>&1
+  --timeout 4m -- "$PY" "$S" --workers "{num_workers}" > "$OUT/sweep.txt" 2>&1
 echo $? > "$OUT/sweep.rc"
 "$N" show measure --format json > "$OUT/sweep.json" 2>&1
 "$N" show measure --format md > "$OUT/sweep.md" 2>&1
@@ -41,12 +41,12 @@ for id in 1 2 3 4; do "$N" show "$id" > "$OUT/show-$id.txt" 2>&1; done
 for r in 1 2 3; do
   for mode in off on; do
     flag=(); [ $mode = off ] && flag=(--no-instrument)
-    v=$("$N" run --gpu H200 --timeout 3m "${flag[@]}" -- $PY $S --workers 14 --steps 140 \
+    v=$("$N" run --gpu H200 --timeout 3m "${flag[@]}" -- "$PY" "$S" --workers 14 --steps 140 \
         --print-freq 1000 2>/dev/null | awk '/own_samples_per_sec/ {print $2}')
     echo "$mode $r $v" >> "$OUT/overhead.txt"
   done
 done
-$PY - "$OUT/overhead.txt" <<'PYEOF' >> "$OUT/overhead.txt"
+"$PY" - "$OUT/overhead.txt" <<'PYEOF' > "$OUT/overhead-median.txt"
 import statistics, sys
 rows = [l.split() for l in open(sys.argv[1]) if len(l.split()) == 3]
 off = [float(r[2]) for r in rows if r[0] == "off"]
@@ -57,4 +57,4 @@ if off and on:
 PYEOF
 "$N" ps -a > "$OUT/ps.txt" 2>&1
 cp "$NODUS_HOME/nodus.db" "$OUT/nodus.db" 2>/dev/null
-cat "$OUT/sweep.txt" "$OUT/overhead.txt"
+cat "$OUT/sweep.txt" "$OUT/overhead.txt" "$OUT/overhead-median.txt"
