@@ -190,7 +190,10 @@ void SlurmBackend::cancel_duplicates(RestClient& rest, const std::string& name, 
     if (j.name == name && j.job_id != keep && phase_of(j.state) != Phase::kFinal) {
       std::fprintf(stderr, "nodus: cancelling Slurm job %lld, a second copy of %s\n",
                    static_cast<long long>(j.job_id), name.c_str());
-      rest.cancel(std::to_string(j.job_id));
+      // A failed cancel is tried again at the next poll while the duplicate window lasts.
+      if (auto cancelled = rest.cancel(std::to_string(j.job_id)); !cancelled)
+        std::fprintf(stderr, "nodus: could not cancel Slurm job %lld yet: %s\n",
+                     static_cast<long long>(j.job_id), cancelled.error().message.c_str());
     }
 }
 
