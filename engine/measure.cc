@@ -9,6 +9,8 @@
 #include "sweep/metrics.h"
 #include "telemetry/io_evidence.h"
 #include "telemetry/pyhook.h"
+#include "telemetry/steady_accumulator.h"
+#include "telemetry/summary_accumulator.h"
 
 namespace nodus::engine {
 namespace {
@@ -47,18 +49,29 @@ std::optional<double> number(const nlohmann::json& j, const char* key) {
   return j[key].get<double>();
 }
 
-// Mean of a metric's points at or after `from`; the first report of a series without phases
-// covers start-up and is dropped (sweep::steady_mean).
-std::optional<double> job_mean(const std::vector<MetricPoint>& points, std::string_view name,
-                               std::optional<double> from) {
-  if (!from) return sweep::steady_mean(points, name);
-  double sum = 0;
-  int n = 0;
-  for (const auto& p : points)
-    if (p.name == name && p.t >= *from) sum += p.value, ++n;
-  if (n == 0) return sweep::steady_mean(points, name);  // all of it came before the steady state
-  return sum / n;
-}
+// The mean of a metric's points at or after `from`; without `from`, or when every point came
+// before it, the mean after the first report (which covers start-up): sweep::steady_mean's rule.
+// Fed in time order, one point at a time.
+class JobMean {
+ public:
+  JobMean(std::string name, std::optional<double> from) : name_(std::move(name)), from_(from) {}
+  void add(const MetricPoint& p) {
+    if (p.name != name_) return;
+    all_.add(p.t, p.value);
+    if (from_ && p.t >= *from_) sum_ += p.value, ++n_;
+  }
+  std::optional<double> value() const {
+    if (n_ == 0) return all_.value();
+    return sum_ / static_cast<double>(n_);
+  }
+
+ private:
+  std::string name_;
+  std::optional<double> from_;
+  double sum_ = 0;
+  int64_t n_ = 0;
+  telemetry::SteadyMean all_;
+};
 
 }  // namespace
 
@@ -92,33 +105,28 @@ nlohmann::json prepare_instrumentation(const JobRecord& job, const SuperviseOpti
   return {{"on", true}, {"why", "Python job: DataLoader iteration timed by nodus's hook"}};
 }
 
-Instrumented aggregate_hook_points(const std::vector<MetricPoint>& points,
-                                   const std::map<int, double>& steady_t_by_rank) {
-  struct Acc {
-    double sps = 0, dw = 0, st = 0;
-    int n_sps = 0, n_dw = 0, n_st = 0;
-  };
-  std::map<int, Acc> steady, all;
-  for (const auto& p : points) {
-    if (p.name.rfind(kHookPrefix, 0) != 0) continue;
-    auto dot = p.name.find('.', kHookPrefix.size());
-    if (dot == std::string::npos) continue;
-    int rank = std::atoi(p.name.c_str() + kHookPrefix.size());
-    std::string field = p.name.substr(dot + 1);
-    auto it = steady_t_by_rank.find(rank);
-    // The line written when warm-up ended carries t == steady_t and is warm-up's.
-    bool is_steady = it != steady_t_by_rank.end() && p.t > it->second + 1e-6;
-    for (Acc* a : {&all[rank], is_steady ? &steady[rank] : nullptr}) {
-      if (!a) continue;
-      if (field == "samples_per_sec") a->sps += p.value, ++a->n_sps;
-      if (field == "data_wait") a->dw += p.value, ++a->n_dw;
-      if (field == "step_time") a->st += p.value, ++a->n_st;
-    }
+void HookAccumulator::add(const MetricPoint& p) {
+  if (p.name.rfind(kHookPrefix, 0) != 0) return;
+  auto dot = p.name.find('.', kHookPrefix.size());
+  if (dot == std::string::npos) return;
+  int rank = std::atoi(p.name.c_str() + kHookPrefix.size());
+  std::string_view field = std::string_view(p.name).substr(dot + 1);
+  auto it = steady_t_.find(rank);
+  // The line written when warm-up ended carries t == steady_t and is warm-up's.
+  bool is_steady = it != steady_t_.end() && p.t > it->second + 1e-6;
+  for (Sums* a : {&all_[rank], is_steady ? &steady_[rank] : nullptr}) {
+    if (!a) continue;
+    if (field == "samples_per_sec") a->sps += p.value, ++a->n_sps;
+    if (field == "data_wait") a->dw += p.value, ++a->n_dw;
+    if (field == "step_time") a->st += p.value, ++a->n_st;
   }
+}
+
+Instrumented HookAccumulator::finish() const {
   Instrumented out;
   bool any_steady = false;
-  for (const auto& [rank, a] : steady) any_steady = any_steady || a.n_sps > 0;
-  const auto& use = any_steady ? steady : all;
+  for (const auto& [rank, a] : steady_) any_steady = any_steady || a.n_sps > 0;
+  const auto& use = any_steady ? steady_ : all_;
   out.steady = any_steady;
   double dw = 0, st = 0;
   int n_dw = 0, n_st = 0;
@@ -132,6 +140,13 @@ Instrumented aggregate_hook_points(const std::vector<MetricPoint>& points,
   if (n_dw) out.data_wait = dw / n_dw;
   if (n_st) out.step_time = st / n_st;
   return out;
+}
+
+Instrumented aggregate_hook_points(const std::vector<MetricPoint>& points,
+                                   const std::map<int, double>& steady_t_by_rank) {
+  HookAccumulator acc(steady_t_by_rank);
+  for (const auto& p : points) acc.add(p);
+  return acc.finish();
 }
 
 struct Measurement::Impl {
@@ -225,7 +240,8 @@ std::optional<std::string> Measurement::measured(double now) const {
 
 std::vector<MetricPoint> Measurement::finish(double now) { return impl_->read(now, true); }
 
-Conclusion Measurement::conclude(const JobRecord& job, const telemetry::SummaryInput& in) const {
+Conclusion Measurement::conclude(const JobRecord& job, SeriesSource& series, double cost,
+                                 double wall_s) const {
   const Impl& m = *impl_;
   Conclusion c;
   c.stats["instrumentation"] = m.status;
@@ -256,13 +272,12 @@ Conclusion Measurement::conclude(const JobRecord& job, const telemetry::SummaryI
   // warm-up, which then lasts the --warmup seconds.
   const std::string& tp = m.options.throughput_metric;
   if (!phases.first_batch_t) {
-    for (const auto& p : in.metrics) {
-      if (p.name.rfind(kHookPrefix, 0) == 0) continue;
-      if (p.name == tp || p.name == "data_wait" || p.name == "step_time") {
-        phases.first_batch_t = p.t;
-        phases.source = "job metrics";
-        break;
-      }
+    std::vector<std::string> names;
+    for (const std::string& n : {tp, std::string("data_wait"), std::string("step_time")})
+      if (n.rfind(kHookPrefix, 0) != 0) names.push_back(n);
+    if (auto t = series.first_metric_t(names)) {
+      phases.first_batch_t = *t;
+      phases.source = "job metrics";
     }
     if (phases.first_batch_t && m.warmup && m.warmup->seconds &&
         *phases.first_batch_t + *m.warmup->seconds < phases.end_t)
@@ -279,38 +294,46 @@ Conclusion Measurement::conclude(const JobRecord& job, const telemetry::SummaryI
     c.stats["phases"]["text"] = telemetry::describe_phases(phases, rate);
   }
 
-  // Job-reported metrics only (the hook's are named hook.r<R>.*).
-  telemetry::SummaryInput own = in;
-  own.metrics.clear();
-  std::vector<MetricPoint> hook_points;
-  for (const auto& p : in.metrics)
-    (p.name.rfind(kHookPrefix, 0) == 0 ? hook_points : own.metrics).push_back(p);
-  c.summary = telemetry::steady_summary(own, phases);
-  if (phases.steady_t) {
-    telemetry::Summary whole = telemetry::summarize(own);
-    if (whole.util_mean) c.stats["util_mean_job"] = *whole.util_mean;
-  }
+  // One pass over each table, now that the steady state's start is known: the whole job and
+  // the steady slice into two accumulators, the job's own means and the hook's per-rank sums
+  // alongside (job-reported metrics are those not named hook.r<R>.*). The figures are those of
+  // the stored series, as before; reading it row by row keeps memory flat in the job's length.
+  std::optional<double> from = phases.steady_t;
+  telemetry::SteadyAccumulator acc(from);
+  JobMean tp_mean(tp, from), step_mean("step_time", from), per_step("samples_per_step", from),
+      data_time("data_time", from);
+  HookAccumulator hook_acc(steady_by_rank);
+  series.gpu([&](const GpuSample& s) { acc.add_gpu(s); });
+  series.host([&](const HostSample& h) { acc.add_host(h); });
+  series.metrics([&](const MetricPoint& p) {
+    if (p.name.rfind(kHookPrefix, 0) == 0) return hook_acc.add(p);
+    acc.add_metric(p);
+    for (JobMean* mean : {&tp_mean, &step_mean, &per_step, &data_time}) mean->add(p);
+  });
+  auto figures = acc.finish(cost, wall_s);
+  c.summary = figures.steady;
+  if (phases.steady_t && figures.whole.util_mean)
+    c.stats["util_mean_job"] = *figures.whole.util_mean;
   c.stats["data_wait_source"] = c.summary.data_wait_share ? "job" : "";
 
-  std::optional<double> from = phases.steady_t;
-  c.throughput = job_mean(own.metrics, tp, from);
+  c.throughput = tp_mean.value();
   std::string tp_source = c.throughput ? "job" : "";
   // A step time with samples per step (e.g. from --metric-regex) gives a throughput, a data
   // time with the step time a data wait.
-  auto step = job_mean(own.metrics, "step_time", from);
+  auto step = step_mean.value();
   if (!c.throughput && tp == "samples_per_sec" && step && *step > 0) {
-    if (auto per = job_mean(own.metrics, "samples_per_step", from)) {
+    if (auto per = per_step.value()) {
       c.throughput = *per / *step;
       tp_source = "job (samples_per_step / step_time)";
     }
   }
   if (!c.summary.data_wait_share && step && *step > 0) {
-    if (auto data = job_mean(own.metrics, "data_time", from)) {
+    if (auto data = data_time.value()) {
       c.summary.data_wait_share = std::min(1.0, std::max(0.0, *data / *step));
       c.stats["data_wait_source"] = "job (data_time / step_time)";
     }
   }
-  Instrumented hook = aggregate_hook_points(hook_points, steady_by_rank);
+  Instrumented hook = hook_acc.finish();
   if (hook.samples_per_sec) {
     c.stats["instrumented_throughput"] = *hook.samples_per_sec;
     c.stats["instrumented_phase"] = hook.steady ? "steady" : "warm-up only";

@@ -16,6 +16,7 @@
 
 #include "core/job.h"
 #include "core/samples.h"
+#include "engine/series_source.h"
 #include "engine/supervise_options.h"
 #include "telemetry/diagnosis.h"
 #include "telemetry/phases.h"
@@ -53,7 +54,9 @@ class Measurement {
   // At the end: last hook points.
   std::vector<MetricPoint> finish(double now);
 
-  Conclusion conclude(const JobRecord& job, const telemetry::SummaryInput& in) const;
+  // Reads the job's series row by row (each table once, plus the first report's time), so its
+  // memory does not grow with the job's length; cost and wall time are the job's.
+  Conclusion conclude(const JobRecord& job, SeriesSource& series, double cost, double wall_s) const;
 
  private:
   struct Impl;
@@ -71,5 +74,24 @@ struct Instrumented {
 };
 Instrumented aggregate_hook_points(const std::vector<MetricPoint>& points,
                                    const std::map<int, double>& steady_t_by_rank);
+
+// The same, fed one point at a time: running sums per (rank, field), split at each rank's
+// steady_t, so memory grows with the ranks, not with the points.
+class HookAccumulator {
+ public:
+  explicit HookAccumulator(std::map<int, double> steady_t_by_rank)
+      : steady_t_(std::move(steady_t_by_rank)) {}
+  // Any point; only those named hook.r<R>.<field> count.
+  void add(const MetricPoint& p);
+  Instrumented finish() const;
+
+ private:
+  struct Sums {
+    double sps = 0, dw = 0, st = 0;
+    int64_t n_sps = 0, n_dw = 0, n_st = 0;
+  };
+  std::map<int, double> steady_t_;
+  std::map<int, Sums> steady_, all_;
+};
 
 }  // namespace nodus::engine

@@ -7,6 +7,7 @@
 
 #include "core/parse.h"
 #include "engine/measure.h"
+#include "engine/series_source.h"
 #include "sweep/metric_flood.h"
 #include "sweep/metric_regex.h"
 #include "sweep/metrics.h"
@@ -14,7 +15,6 @@
 #include "telemetry/gpu_sampler.h"
 #include "telemetry/host_sampler.h"
 #include "telemetry/summary.h"
-#include "telemetry/summary_accumulator.h"
 #include "telemetry/util_policy.h"
 #include "telemetry/util_series.h"
 
@@ -61,10 +61,9 @@ struct JobObserver::Impl {
   std::vector<HostSample> host_buffer;
   sweep::MetricCoalescer coalescer;
 
-  // Job-lifetime counters and running aggregates (the summary never reads the series back).
+  // Job-lifetime counters. The summary is built at the end from the stored series, streamed
+  // (finish()), so nothing here grows with the job's length.
   uint64_t lines_scanned = 0, lines_unscanned = 0, malformed_values = 0, gpu_dropped = 0;
-  telemetry::SummaryAccumulator summary;
-  telemetry::SteadyMean throughput;
 
   Impl(store::Store& s, const SuperviseOptions& o, bool a) : store(s), options(o), attach(a) {
     // Checked by the CLI before the job was created; a spec that no longer parses is dropped.
@@ -74,14 +73,12 @@ struct JobObserver::Impl {
     byte_budget = per_tick(kRegexBytesPerSecond, interval_s, 64 << 10);
   }
 
-  // A point the job reported: checked, folded into the aggregates, offered for storage.
+  // A point the job reported: checked, offered for storage.
   void take_point(const MetricPoint& p) {
     if (!sweep::plausible_metric(p, options.throughput_metric)) {
       ++malformed_values;
       return;
     }
-    summary.add_metric(p);
-    if (p.name == options.throughput_metric) throughput.add(p.t, p.value);
     coalescer.add(p);
   }
 
@@ -166,7 +163,6 @@ void JobObserver::tick(const JobRecord& job) {
       m.policy->add(samples);
       if (!m.low_util) m.low_util = m.policy->check(unix_now());
     }
-    m.summary.add_gpu(samples);
     size_t room = kMaxGpuSamplesPerTick - std::min(kMaxGpuSamplesPerTick, m.gpu_buffer.size());
     if (samples.size() > room) {
       m.gpu_dropped += samples.size() - room;
@@ -176,7 +172,6 @@ void JobObserver::tick(const JobRecord& job) {
   }
   if (m.host) {
     m.host_buffer.push_back(m.host->sample());
-    m.summary.add_host(m.host_buffer.back());
   } else if (m.host_pid > 0) {
     m.host = std::make_unique<telemetry::HostSampler>(m.host_pid);  // the baseline
   }
@@ -200,13 +195,12 @@ std::string JobObserver::finish(const JobRecord& job) {
   for (const auto& p : m.measure->finish(unix_now())) m.coalescer.add(p);
   m.write(unix_now());
 
-  telemetry::SummaryInput in;
-  in.gpu = m.store.gpu_samples(job.id);
-  in.host = m.store.host_samples(job.id);
-  in.metrics = m.store.metrics(job.id);
-  in.cost = job.cost;
-  in.wall_s = job.started_at && job.ended_at ? *job.ended_at - *job.started_at : 0;
-  Conclusion conclusion = m.measure->conclude(job, in);
+  // The series are read back row by row, never whole (engine/series_source.h): the figures are
+  // those of the stored series, the steady state's start is only known now, and memory stays
+  // flat in the job's length.
+  double wall_s = job.started_at && job.ended_at ? *job.ended_at - *job.started_at : 0;
+  auto series = store_series(m.store, job.id);
+  Conclusion conclusion = m.measure->conclude(job, *series, job.cost, wall_s);
   const telemetry::Summary& summary = conclusion.summary;
   nlohmann::json stats = summary;
   stats.update(conclusion.stats);

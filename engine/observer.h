@@ -4,8 +4,9 @@
 // the job controls is processed within a budget per tick (lines scanned, file bytes parsed,
 // points stored per metric: the rest is sampled, coalesced or counted), and each tick is one
 // store transaction that also writes the supervisor's heartbeat. The end-of-job summary
-// (utilization, idle dollars, throughput, diagnosis) comes from running aggregates, so memory
-// does not grow with the job's length.
+// (utilization, idle dollars, throughput, phases, diagnosis) streams the stored series row by
+// row into running aggregates (engine/series_source.h), so memory does not grow with the job's
+// length.
 
 #include <memory>
 #include <optional>

@@ -24,11 +24,13 @@ std::optional<double> SteadyMean::value() const {
 }
 
 void SummaryAccumulator::add_gpu(const std::vector<GpuSample>& samples) {
-  for (const auto& s : samples) {
-    if (!std::isfinite(s.t) || !std::isfinite(s.util_gpu)) continue;  // as the store drops them
-    pending_.push_back(s);
-    gpus_.insert(s.gpu_index);
-  }
+  for (const auto& s : samples) add_gpu(s);
+}
+
+void SummaryAccumulator::add_gpu(const GpuSample& s) {
+  if (!std::isfinite(s.t) || !std::isfinite(s.util_gpu)) return;  // as the store drops them
+  pending_.push_back(s);
+  gpus_.insert(s.gpu_index);
   if (pending_.size() >= 2 * kChunk) fold(false);
 }
 

@@ -37,6 +37,7 @@ class SummaryAccumulator {
   static constexpr size_t kChunk = 4096;
 
   void add_gpu(const std::vector<GpuSample>& samples);
+  void add_gpu(const GpuSample& sample);  // one row at a time (samples in time order)
   void add_host(const HostSample& sample);
   void add_metric(const MetricPoint& point);  // data_wait reports count; others are ignored
 

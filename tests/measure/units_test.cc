@@ -108,6 +108,43 @@ TEST(Phases, SteadyFiguresExcludeStartUpButMoneyStaysWholeJob) {
   EXPECT_DOUBLE_EQ(*telemetry::steady_summary(in, unknown).util_mean, 45);
 }
 
+// conclude() streams the series (engine/series_source.h): phases from the first job report plus
+// the warm-up, steady figures from the slice after it, money and util_mean_job whole-job.
+TEST(Conclude, StreamedSeriesGiveSteadyFiguresAndWholeJobMoney) {
+  engine::SuperviseOptions options;  // --warmup 5s, throughput samples_per_sec
+  engine::Measurement measure(options, nlohmann::json::object());
+  JobRecord job;
+  job.started_at = 0;
+  job.ended_at = 40;
+  job.gpu_count = 1;
+  job.rate_per_gpu_hour = 3.6;
+  telemetry::SummaryInput in;
+  for (int t = 0; t < 40; ++t) {
+    GpuSample g;
+    g.t = t;
+    g.util_gpu = t < 7 ? 0 : 90;
+    in.gpu.push_back(g);
+  }
+  for (int t = 39; t >= 2; --t) {  // out of order: visited by time all the same
+    in.metrics.push_back(pt(t, "samples_per_sec", t < 7 ? 10 : 100));
+    in.metrics.push_back(pt(t, "data_wait", t < 7 ? 0.9 : 0.2));
+  }
+  in.metrics.push_back(pt(20, "hook.r0.samples_per_sec", 50));  // the hook's: not the job's
+  auto series = engine::memory_series(in);
+  auto c = measure.conclude(job, *series, 0.04, 40);
+  EXPECT_EQ(c.stats["phases"]["source"], "job metrics");
+  EXPECT_DOUBLE_EQ(c.stats["phases"]["startup_s"].get<double>(), 2);
+  EXPECT_DOUBLE_EQ(c.stats["phases"]["steady_s"].get<double>(), 33);  // from t = 2 + 5
+  EXPECT_DOUBLE_EQ(*c.summary.util_mean, 90);
+  EXPECT_EQ(c.summary.n_samples, 33);
+  EXPECT_DOUBLE_EQ(c.stats["util_mean_job"].get<double>(), 33 * 90 / 40.0);
+  EXPECT_NEAR(*c.summary.idle_usd, 0.04 * (1 - 33 * 90 / 4000.0), 1e-12);
+  EXPECT_DOUBLE_EQ(*c.throughput, 100);
+  EXPECT_NEAR(*c.summary.data_wait_share, 0.2, 1e-12);
+  EXPECT_EQ(c.stats["throughput_source"], "job");
+  EXPECT_DOUBLE_EQ(c.stats["instrumented_throughput"].get<double>(), 50);
+}
+
 TEST(IoEvidence, ParsesProcFiles) {
   EXPECT_EQ(telemetry::parse_read_bytes("rchar: 5\nwchar: 1\nread_bytes: 4096\nwrite_bytes: 0\n"),
             4096u);

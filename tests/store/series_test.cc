@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdio>
 
+#include "store/series_reader.h"
 #include "store/store.h"
 #include "store_test_util.h"
 
@@ -30,6 +31,83 @@ TEST(StoreSeries, MetricsComeBackInTimeOrder) {
   EXPECT_EQ(points[2].name, "data_wait");
   EXPECT_EQ(points[2].value, 0.95);
   EXPECT_EQ(store->metrics(other).size(), 1u);
+}
+
+// The end-of-job summary reads the series through SeriesReader: the same rows as the vector
+// reads, in the same order, one at a time.
+TEST(StoreSeries, VisitsGiveTheSameRowsInOrderOneAtATime) {
+  TempDir dir;
+  auto store = Store::open(dir.db());
+  int64_t job = store->insert_job(testing::plain_job(JobState::kRunning));
+  int64_t other = store->insert_job(testing::plain_job(JobState::kRunning));
+  std::vector<GpuSample> gpu;
+  std::vector<HostSample> host;
+  std::vector<MetricPoint> metrics;
+  for (int i = 0; i < 5000; ++i) {
+    double t = (i * 7919) % 5000;  // out of order
+    GpuSample g;
+    g.t = t;
+    g.gpu_index = i % 8;
+    g.util_gpu = i % 101;
+    if (i % 3) g.power_w = i;
+    gpu.push_back(g);
+    HostSample h;
+    h.t = t;
+    h.cpu_percent = i;
+    h.cores = 4;
+    host.push_back(h);
+    metrics.push_back({t, i % 2 ? "samples_per_sec" : "data_wait", double(i)});
+  }
+  store->add_gpu_samples(job, gpu);
+  store->add_host_samples(job, host);
+  store->add_metrics(job, metrics);
+  GpuSample elsewhere;
+  elsewhere.t = 1;
+  elsewhere.util_gpu = 50;
+  store->add_gpu_samples(other, {elsewhere});
+  store->add_metrics(other, {{0.5, "step_time", 1}});
+
+  SeriesReader reader(*store, job), other_reader(*store, other);
+  auto want_gpu = store->gpu_samples(job);
+  size_t n = 0;
+  double last_t = -1;
+  reader.gpu_samples([&](const GpuSample& s) {
+    ASSERT_LT(n, want_gpu.size());
+    EXPECT_EQ(s.t, want_gpu[n].t);
+    EXPECT_GE(s.t, last_t);
+    EXPECT_EQ(s.gpu_index, want_gpu[n].gpu_index);
+    EXPECT_EQ(s.util_gpu, want_gpu[n].util_gpu);
+    EXPECT_EQ(s.power_w, want_gpu[n].power_w);
+    last_t = s.t;
+    ++n;
+  });
+  EXPECT_EQ(n, 5000u);
+  auto want_host = store->host_samples(job);
+  n = 0;
+  reader.host_samples([&](const HostSample& h) {
+    ASSERT_LT(n, want_host.size());
+    EXPECT_EQ(h.t, want_host[n].t);
+    EXPECT_EQ(h.cpu_percent, want_host[n].cpu_percent);
+    ++n;
+  });
+  EXPECT_EQ(n, 5000u);
+  auto want_metrics = store->metrics(job);
+  n = 0;
+  reader.metrics([&](const MetricPoint& p) {
+    ASSERT_LT(n, want_metrics.size());
+    EXPECT_EQ(p.t, want_metrics[n].t);
+    EXPECT_EQ(p.name, want_metrics[n].name);
+    EXPECT_EQ(p.value, want_metrics[n].value);
+    ++n;
+  });
+  EXPECT_EQ(n, 5000u);
+
+  // The first report of any of the names: min(t), this job's only.
+  EXPECT_EQ(reader.first_metric_t({"samples_per_sec"}), 1.0);  // i = 2679
+  EXPECT_EQ(reader.first_metric_t({"data_wait", "step_time"}), 0.0);
+  EXPECT_EQ(other_reader.first_metric_t({"step_time"}), 0.5);
+  EXPECT_FALSE(reader.first_metric_t({"step_time"}));
+  EXPECT_FALSE(reader.first_metric_t({}));
 }
 
 TEST(StoreSeries, GpuSamplesKeepMissingFieldsEmpty) {
