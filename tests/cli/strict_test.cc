@@ -135,7 +135,9 @@ TEST(Text, OldRowsWithInvalidUtf8NeverBreakJsonListings) {
     auto r = home.run(cmd);
     EXPECT_EQ(r.code, 0) << cmd[0] << ": " << r.err;
     EXPECT_NE(r.out.find("bad\xEF\xBF\xBD\xEF\xBF\xBD name"), std::string::npos) << r.out;
-    if (cmd.back() == "json") EXPECT_NO_THROW(nlohmann::json::parse(r.out)) << r.out;
+    if (cmd.back() == "json") {
+      EXPECT_NO_THROW(nlohmann::json::parse(r.out)) << r.out;
+    }
   }
 }
 

@@ -90,7 +90,12 @@ TEST(Phases, SteadyFiguresExcludeStartUpButMoneyStaysWholeJob) {
   telemetry::SummaryInput in;
   in.cost = 10;
   in.wall_s = 20;
-  for (int t = 0; t < 20; ++t) in.gpu.push_back({double(t), 0, t < 10 ? 0.0 : 90.0});
+  for (int t = 0; t < 20; ++t) {
+    GpuSample g;
+    g.t = t;
+    g.util_gpu = t < 10 ? 0.0 : 90.0;
+    in.gpu.push_back(g);
+  }
   telemetry::Phases ph;
   ph.start_t = 0;
   ph.end_t = 20;

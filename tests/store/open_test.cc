@@ -160,7 +160,9 @@ TEST(StoreOpen, ReadOnlyFileIsPermissionDenied) {
   ::chmod(dir.db().c_str(), 0444);
   // The folder is the unprivileged child's (a store folder others can write is refused), the
   // file is not writable by it.
-  if (::geteuid() == 0) ASSERT_EQ(::chown(dir.path().c_str(), 65534, 65534), 0);
+  if (::geteuid() == 0) {
+    ASSERT_EQ(::chown(dir.path().c_str(), 65534, 65534), 0);
+  }
   EXPECT_EQ(message_as_unprivileged([&] { Store::open(dir.db()); }),
             "cannot open store " + dir.db() + ": Permission denied");
 }

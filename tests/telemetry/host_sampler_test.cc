@@ -162,8 +162,9 @@ TEST(HostSampler, GoneJobGivesAnEmptyTree) {
 
 TEST(SelectTree, FindsDescendantsListedBeforeTheirParents) {
   std::vector<ProcStat> all = {
-      {.pid = 30, .ppid = 20}, {.pid = 20, .ppid = 10}, {.pid = 10, .ppid = 1},
-      {.pid = 40, .ppid = 1},  {.pid = 50, .ppid = 30},
+      {.pid = 30, .comm = {}, .ppid = 20}, {.pid = 20, .comm = {}, .ppid = 10},
+      {.pid = 10, .comm = {}, .ppid = 1},  {.pid = 40, .comm = {}, .ppid = 1},
+      {.pid = 50, .comm = {}, .ppid = 30},
   };
   auto tree = select_tree(all, {.main_pid = 10});
   std::vector<pid_t> pids;
@@ -172,9 +173,9 @@ TEST(SelectTree, FindsDescendantsListedBeforeTheirParents) {
 }
 
 TEST(SelectTree, ProcessGroupMembersCount) {
-  std::vector<ProcStat> all = {{.pid = 10, .ppid = 1, .pgrp = 10, .session = 5},
-                               {.pid = 11, .ppid = 1, .pgrp = 10, .session = 5},
-                               {.pid = 12, .ppid = 1, .pgrp = 12, .session = 5}};
+  std::vector<ProcStat> all = {{.pid = 10, .comm = {}, .ppid = 1, .pgrp = 10, .session = 5},
+                               {.pid = 11, .comm = {}, .ppid = 1, .pgrp = 10, .session = 5},
+                               {.pid = 12, .comm = {}, .ppid = 1, .pgrp = 12, .session = 5}};
   EXPECT_EQ(select_tree(all, {.main_pid = 10, .session = 0, .pgrp = 10}).size(), 2u);
   EXPECT_EQ(select_tree(all, {.main_pid = 10, .session = 5, .pgrp = 10}).size(), 3u);
 }

@@ -31,7 +31,9 @@ void expect_same_as_summarize(const std::string& fixture, size_t per_tick) {
     EXPECT_NEAR(*got.util_stddev, *want.util_stddev, 1e-6);
     EXPECT_NEAR(*got.idle_fraction, *want.idle_fraction, 1e-12);
     ASSERT_EQ(got.sawtooth.has_value(), want.sawtooth.has_value());
-    if (want.sawtooth) EXPECT_NEAR(*got.sawtooth, *want.sawtooth, 1e-12);
+    if (want.sawtooth) {
+      EXPECT_NEAR(*got.sawtooth, *want.sawtooth, 1e-12);
+    }
   }
   EXPECT_EQ(got.n_host_samples, want.n_host_samples);
   if (want.cpu_percent_mean) {
@@ -41,7 +43,9 @@ void expect_same_as_summarize(const std::string& fixture, size_t per_tick) {
     EXPECT_EQ(got.max_process_cpu, want.max_process_cpu);
   }
   EXPECT_EQ(got.n_data_wait, want.n_data_wait);
-  if (want.data_wait_share) EXPECT_NEAR(*got.data_wait_share, *want.data_wait_share, 1e-12);
+  if (want.data_wait_share) {
+    EXPECT_NEAR(*got.data_wait_share, *want.data_wait_share, 1e-12);
+  }
 }
 
 TEST(SummaryAccumulator, MatchesSummarizeOnRecordedSeries) {
