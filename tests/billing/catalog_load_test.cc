@@ -90,7 +90,7 @@ TEST(CatalogLoad, FolderIsNotACatalog) {
   TempDir dir;
   auto r = Catalog::load(dir.path(), dir.path());
   ASSERT_FALSE(r.ok());
-  EXPECT_NE(r.error().message.find("Is a directory"), std::string::npos) << r.error().message;
+  EXPECT_NE(r.error().message.find("it is a folder"), std::string::npos) << r.error().message;
 }
 
 TEST(CatalogLoad, PlainHttpIsRefusedExceptOnLoopback) {

@@ -67,9 +67,9 @@ TEST(SmallCaps, TwoHundredTermIgnoringChildrenEndWithinTheCap) {
   const std::string prices = write_test_prices(home);  // TEST: $1 a second
   const std::string marker = unique_marker("77778");
   auto env =
-      std::map<std::string, std::string>{{"NODUS_LOCAL_GPUS", "TEST:1"}, {"NODUS_PRICES", prices}};
+      std::map<std::string, std::string>{{"NODUS_LOCAL_GPUS", "TEST:4"}, {"NODUS_PRICES", prices}};
   auto r =
-      home.run({"run", "--gpu", "TEST", "--max-cost", "2", "--grace", "500ms", "--", "bash", "-c",
+      home.run({"run", "--gpu", kTestGpu, "--max-cost", "2", "--grace", "500ms", "--", "bash", "-c",
                 "for i in $(seq 200); do (trap '' TERM; exec sleep " + marker +
                     ") & done; trap '' TERM; wait"},
                env);
@@ -87,8 +87,9 @@ TEST(SmallCaps, TinyCapIsNeverRecordedAboveTheCap) {
   NodusHome home;
   const std::string prices = write_test_prices(home);
   auto env =
-      std::map<std::string, std::string>{{"NODUS_LOCAL_GPUS", "TEST:1"}, {"NODUS_PRICES", prices}};
-  auto r = home.run({"run", "--gpu", "TEST", "--max-cost", "0.0000001", "--", "sleep", "30"}, env);
+      std::map<std::string, std::string>{{"NODUS_LOCAL_GPUS", "TEST:4"}, {"NODUS_PRICES", prices}};
+  auto r =
+      home.run({"run", "--gpu", kTestGpu, "--max-cost", "0.0000001", "--", "sleep", "30"}, env);
   EXPECT_EQ(r.code, 122) << r.err;
   auto job = show_json(home, "1");
   EXPECT_LE(job["cost_usd"].get<double>(), 0.0000001);
@@ -99,9 +100,9 @@ TEST(SmallCaps, CapBelowGraceTimesRateWarnsWhenTermGoesOut) {
   NodusHome home;
   const std::string prices = write_test_prices(home);
   auto env =
-      std::map<std::string, std::string>{{"NODUS_LOCAL_GPUS", "TEST:1"}, {"NODUS_PRICES", prices}};
+      std::map<std::string, std::string>{{"NODUS_LOCAL_GPUS", "TEST:4"}, {"NODUS_PRICES", prices}};
   auto r = home.run(
-      {"run", "--gpu", "TEST", "--max-cost", "1", "--grace", "10s", "--", "sleep", "30"}, env);
+      {"run", "--gpu", kTestGpu, "--max-cost", "1", "--grace", "10s", "--", "sleep", "30"}, env);
   EXPECT_EQ(r.code, 122) << r.err;
   EXPECT_NE(r.err.find("SIGTERM goes out at start (t=0), SIGKILL at 0.975 s"), std::string::npos)
       << r.err;

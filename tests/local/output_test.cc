@@ -41,7 +41,7 @@ TEST(LocalOutput, BothStreamsReachTheLogAndLinesIncludingAnUnterminatedLastOne) 
   EXPECT_EQ(st.st_mode & 0777, 0600u);
 }
 
-TEST(LocalOutput, LogIsAppendedNotTruncated) {
+TEST(LocalOutput, StaleLogIsReplacedNotAppendedTo) {
   TempDir dir;
   write_text(dir.file("job.log"), "earlier attempt\n");
   auto backend = make_local_backend();
@@ -51,7 +51,8 @@ TEST(LocalOutput, LogIsAppendedNotTruncated) {
   spec.attach = false;
   ASSERT_TRUE(backend->submit(job, spec).ok());
   wait_exit(*backend, job, 30s);
-  EXPECT_EQ(read_text(spec.log_path), "earlier attempt\nagain\n");
+  // A log left by an earlier store is replaced, never appended to (nor followed if a link).
+  EXPECT_EQ(read_text(spec.log_path), "again\n");
 }
 
 TEST(LocalOutput, LinesArriveWhileTheJobRuns) {
