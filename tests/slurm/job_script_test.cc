@@ -110,7 +110,8 @@ TEST(SlurmJobScript, EnforcerKillsWhatIgnoresTerm) {
   auto t0 = std::chrono::steady_clock::now();
   run_script(job_script(job, "/tmp", "/tmp/nodus-no-such-output"));
   double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  EXPECT_GE(took, 0.45);  // TERM (ignored) within 0.5 s, KILL 0.5 s later
+  // Outside Slurm the origin is the script's start in whole seconds, so the deadline can come up
+  // to 1 s early: only the bound matters here (without the KILL the job would run 60 s).
   EXPECT_LT(took, 3.0);
 }
 
