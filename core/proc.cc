@@ -59,8 +59,7 @@ std::optional<ProcStat> parse_proc_stat(std::string_view text) {
   return st;
 }
 
-std::optional<std::string> read_proc_file(pid_t pid, const char* name) {
-  const std::string path = "/proc/" + std::to_string(pid) + "/" + name;
+std::optional<std::string> read_small_file(const std::string& path) {
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return std::nullopt;
   std::string text;
@@ -73,6 +72,10 @@ std::optional<std::string> read_proc_file(pid_t pid, const char* name) {
   }
   ::close(fd);
   return text;
+}
+
+std::optional<std::string> read_proc_file(pid_t pid, const char* name) {
+  return read_small_file("/proc/" + std::to_string(pid) + "/" + name);
 }
 
 std::optional<ProcStat> read_proc_stat(pid_t pid) {

@@ -32,6 +32,10 @@ struct ProcStat {
 // The text of a /proc/<pid>/stat file -> its fields; nullopt when malformed or cut short.
 std::optional<ProcStat> parse_proc_stat(std::string_view text);
 
+// A small kernel file whole (/proc, /sys/fs/cgroup: files whose size stat does not tell);
+// nullopt when it cannot be opened.
+std::optional<std::string> read_small_file(const std::string& path);
+
 // A small /proc/<pid>/<name> file whole ("stat", "cmdline", "environ"); nullopt when it cannot
 // be read (the process is gone, or belongs to another user).
 std::optional<std::string> read_proc_file(pid_t pid, const char* name);

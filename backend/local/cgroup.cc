@@ -13,26 +13,12 @@
 #include <sstream>
 
 #include "core/config.h"
+#include "core/proc.h"
 
 namespace nodus::backend::local {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-std::optional<std::string> slurp(const std::string& path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return std::nullopt;
-  std::string text;
-  char buf[4096];
-  for (;;) {
-    ssize_t n = ::read(fd, buf, sizeof buf);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;
-    text.append(buf, static_cast<size_t>(n));
-  }
-  ::close(fd);
-  return text;
-}
 
 bool write_text(const std::string& path, const char* text) {
   int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
@@ -106,13 +92,13 @@ void find_parent(ParentCache& c) {
     c.why = "cgroups disabled (NODUS_CGROUP=off)";
     return;
   }
-  auto mountinfo = slurp("/proc/self/mountinfo");
+  auto mountinfo = read_small_file("/proc/self/mountinfo");
   auto mount = mountinfo ? cgroup2_mount(*mountinfo) : std::nullopt;
   if (!mount) {
     c.why = "no cgroup2 file system mounted";
     return;
   }
-  auto self = slurp("/proc/self/cgroup");
+  auto self = read_small_file("/proc/self/cgroup");
   auto own = self ? unified_path(*self) : std::nullopt;
   std::vector<std::string> candidates;
   if (own && *own != "/") candidates.push_back(*mount + *own + "/nodus");
@@ -209,7 +195,7 @@ JobCgroup::~JobCgroup() {
 }
 
 std::vector<pid_t> JobCgroup::members() const {
-  auto text = slurp(path_ + "/cgroup.procs");
+  auto text = read_small_file(path_ + "/cgroup.procs");
   return text ? parse_pids(*text) : std::vector<pid_t>{};
 }
 
@@ -229,14 +215,14 @@ Result<void> JobCgroup::kill(std::chrono::milliseconds limit) const {
 
 CgroupUsage JobCgroup::usage() const {
   CgroupUsage u;
-  if (auto text = slurp(path_ + "/cpu.stat")) {
+  if (auto text = read_small_file(path_ + "/cpu.stat")) {
     std::istringstream in(*text);
     std::string key;
     uint64_t value;
     while (in >> key >> value)
       if (key == "usage_usec") u.cpu_seconds = static_cast<double>(value) / 1e6;
   }
-  if (auto text = slurp(path_ + "/memory.peak")) {
+  if (auto text = read_small_file(path_ + "/memory.peak")) {
     char* end = nullptr;
     unsigned long long v = std::strtoull(text->c_str(), &end, 10);
     if (end != text->c_str()) u.memory_peak = v;
@@ -257,7 +243,7 @@ Result<void> JobCgroup::remove() {
 bool cgroup_kill_path(const std::string& path) { return write_text(path + "/cgroup.kill", "1"); }
 
 bool cgroup_populated_path(const std::string& path) {
-  auto text = slurp(path + "/cgroup.events");
+  auto text = read_small_file(path + "/cgroup.events");
   if (!text) return ::access(path.c_str(), F_OK) == 0;  // gone: nothing in it
   return text->find("populated 0") == std::string::npos;
 }
@@ -291,7 +277,7 @@ bool cgroup_wait_empty_path(const std::string& path, std::chrono::milliseconds l
 }
 
 int cgroup_signal_path(const std::string& path, int sig) {
-  auto text = slurp(path + "/cgroup.procs");
+  auto text = read_small_file(path + "/cgroup.procs");
   int count = 0;
   if (!text) return 0;
   for (pid_t p : parse_pids(*text))
