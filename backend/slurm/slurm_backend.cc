@@ -266,6 +266,8 @@ Result<void> SlurmBackend::submit(JobRecord& job, const LaunchSpec& spec) {
   }
   job.backend_id = std::to_string(*id);
   job.log_path = request->output_path;
+  if (auto m = request->env.find("NODUS_METRICS"); m != request->env.end())
+    job.metrics_path = m->second;    // where the job writes them (job_script.h), and nodus reads
   if (!request->time_limit_minutes)  // once Slurm took it: a rejected job needs no warning
     std::fprintf(stderr, "nodus: warning: %s\n", std::string(kUnboundedWarning).c_str());
   Watch& w = watches_[job.id];
