@@ -492,9 +492,13 @@ Result<void> SlurmBackend::cancel_until_gone(RestClient& rest, JobRecord& job, i
                    static_cast<long long>(id), last_error.c_str());
       told = true;
     }
+    // Backoff is for an outage; a Slurm that answers while the job is still ending (COMPLETING
+    // for a second or more on a busy node) is asked again at the first pace, or the kill would
+    // be confirmed up to a whole doubled delay late.
+    bool failing = !last_error.empty();
     last_error.clear();
     std::this_thread::sleep_for(delay);
-    delay = std::min(delay * 2, timing_.max_backoff);
+    delay = failing ? std::min(delay * 2, timing_.max_backoff) : timing_.cancel_backoff;
   }
 }
 

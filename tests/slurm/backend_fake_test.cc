@@ -277,6 +277,33 @@ TEST(SlurmBackendStop, KillIsRetriedThroughAnOutageUntilSlurmReportsTheEnd) {
   EXPECT_EQ(failures_left, 0);
 }
 
+// A job that takes a while to end (COMPLETING: slurmstepd cleaning up on a busy node) is asked
+// about at the first pace: backoff is for an outage, and doubling it here confirmed a kill up to
+// 1.6 s late on the dev cluster.
+TEST(SlurmBackendStop, KillOfAJobStillEndingIsConfirmedAtTheFirstPace) {
+  auto http = std::make_shared<FakeHttp::State>();
+  WaitTiming timing = fast_timing();
+  timing.cancel_backoff = milliseconds(20);
+  timing.max_backoff = milliseconds(2000);
+  auto backend = make_slurm_backend(fake_client(http, settings()), timing);
+  JobRecord job = test_job();
+  job.backend_id = "18";
+  int gets = 0;
+  http->handler = [&](const http::Request& r) -> Result<http::Response> {
+    if (r.method != "GET") return reply(200, fixture("delete_ok.json"));
+    ++gets;  // RUNNING, then COMPLETING five times, then CANCELLED
+    return reply(200, with_state(job, 18,
+                                 gets == 1   ? "RUNNING"
+                                 : gets <= 6 ? "COMPLETING"
+                                             : "CANCELLED"));
+  };
+  auto t0 = Clock::now();
+  ASSERT_TRUE(backend->kill(job).ok());
+  // 6 pauses of 20 ms; doubled they would be 1.26 s.
+  EXPECT_LT(Clock::now() - t0, milliseconds(600));
+  EXPECT_EQ(gets, 7);
+}
+
 TEST(SlurmBackendStop, KillThatSlurmNeverConfirmsIsAnErrorAfterLostAfter) {
   Rig rig;
   JobRecord job = test_job();
