@@ -34,6 +34,9 @@ struct Outcome {
   std::optional<int> signal;  // when the main process died of a signal (exit_code = 128 + sig)
   double started_at = 0;      // unix seconds, authoritative for billing
   double ended_at = 0;
+  // The seconds to bill when that is not ended_at - started_at: a Slurm job requeued after it
+  // started ran more than once, and each run held its GPUs (the time queued between does not).
+  std::optional<double> billed_seconds;
 };
 
 struct Event {

@@ -323,8 +323,9 @@ int Supervisor::run(JobRecord& job, const SuperviseRun& run) {
   if (auto leftovers = backend_.check_leftovers(job)) add_note(job, *leftovers);
   job.started_at = outcome.started_at;
   job.ended_at = outcome.ended_at;
-  job.cost = billed_cost(job, run.options.budget_cap,
-                         std::max(0.0, outcome.ended_at - outcome.started_at));
+  job.cost = billed_cost(
+      job, run.options.budget_cap,
+      outcome.billed_seconds.value_or(std::max(0.0, outcome.ended_at - outcome.started_at)));
   job.signal = outcome.signal;
   if (auto reason = control.reason()) {
     job.state = *reason;

@@ -2,8 +2,9 @@
 # Installs what nodus needs from Debian 12's packages (as root, or with sudo).
 #   build: compiler, CMake, the libraries nodus builds against
 #   demo:  build + PyTorch for examples/train.py
-#   test:  demo + Chromium (report tests), clang-format and shellcheck (scripts/lint.sh); the Slurm
-#          test cluster installs itself
+#   test:  demo + Chromium (report tests), clang-format and shellcheck (scripts/lint.sh), and the
+#          Slurm test cluster's packages (scripts/slurm-dev-cluster.sh; it installs them itself
+#          when missing): Slurm 22.05, slurmrestd, munge, slurmdbd and MariaDB for accounting
 set -euo pipefail
 profile=${1:-build}
 pkgs=(g++ cmake ninja-build pkg-config libcurl4-openssl-dev nlohmann-json3-dev libcli11-dev
@@ -11,7 +12,9 @@ pkgs=(g++ cmake ninja-build pkg-config libcurl4-openssl-dev nlohmann-json3-dev l
 case "$profile" in
   build) ;;
   demo) pkgs+=(python3-torch) ;;
-  test) pkgs+=(python3-torch chromium procps clang-format shellcheck) ;;
+  test)
+    pkgs+=(python3-torch chromium procps clang-format shellcheck curl slurm-wlm slurmrestd munge
+           slurm-wlm-jwt-plugin slurmdbd mariadb-server) ;;
   *) echo "install-deps.sh: unknown profile '$profile': expected build, demo or test" >&2; exit 2 ;;
 esac
 missing=()

@@ -9,21 +9,32 @@
 #   scripts/slurm-dev-cluster.sh env      print the environment again
 #   scripts/slurm-dev-cluster.sh token [USER] [SECONDS]   print a JWT for the TCP endpoint
 #
-# Debian's slurm-wlm 22.05: munged, slurmctld, slurmd and two slurmrestd processes (a unix socket
-# with rest_auth/local, 127.0.0.1:PORT with rest_auth/jwt), all plain processes (no systemd).
+# Debian's slurm-wlm 22.05: munged, a private MariaDB, slurmdbd, slurmctld, slurmd and two
+# slurmrestd processes (a unix socket with rest_auth/local, 127.0.0.1:PORT with rest_auth/jwt), all
+# plain processes (no systemd). slurmdbd keeps every job's accounting (start, end, each run of a
+# requeued job) after slurmctld forgets it (MinJobAge); slurmrestd serves it under /slurmdb/.
 # Fake GPUs gpu:h100:4,gpu:l4:2 live on character devices cloned from /dev/null.
 # Must run as root. State, config, logs and pid files live in $NODUS_SLURM_DEV_DIR
 # (default /tmp/nodus-slurm); `stop` only stops processes whose pid files are there.
 #
 # Environment: NODUS_SLURM_DEV_DIR, NODUS_SLURM_DEV_PORT (slurmctld port, slurmd uses +1;
 # default 6817), NODUS_SLURM_DEV_REST_PORT (JWT endpoint, default 6820), NODUS_SLURM_DEV_PROCTRACK
-# (cgroup, the default when a writable cgroup v1 freezer is mounted, or linuxproc).
+# (cgroup, the default when a writable cgroup v1 freezer is mounted, or linuxproc),
+# NODUS_SLURM_DEV_ACCOUNTING (slurmdbd, the default, or none: no slurmdbd nor MariaDB, as on a
+# cluster without accounting), NODUS_SLURM_DEV_DB_PORT (MariaDB on 127.0.0.1, default 6830; slurmdbd
+# listens on the slurmctld port + 2), NODUS_SLURM_DEV_MIN_JOB_AGE (seconds slurmctld keeps a finished
+# job, default 600).
 set -euo pipefail
 
 DIR=${NODUS_SLURM_DEV_DIR:-/tmp/nodus-slurm}
 CTLD_PORT=${NODUS_SLURM_DEV_PORT:-6817}
 SLURMD_PORT=$((CTLD_PORT + 1))
 REST_PORT=${NODUS_SLURM_DEV_REST_PORT:-6820}
+DBD_PORT=$((CTLD_PORT + 2))
+DB_PORT=${NODUS_SLURM_DEV_DB_PORT:-6830}
+ACCOUNTING=${NODUS_SLURM_DEV_ACCOUNTING:-slurmdbd}
+MIN_JOB_AGE=${NODUS_SLURM_DEV_MIN_JOB_AGE:-600}
+DB_SOCK=$DIR/db/mariadb.sock
 REST_USER=nodus-restd  # slurmrestd refuses to run as root; jobs sent over the socket run as it
 API=v0.0.38
 CONF=$DIR/etc/slurm.conf
@@ -80,7 +91,9 @@ wait_for() {
 
 install_packages() {
   local missing=() pkg
-  for pkg in slurm-wlm slurmrestd munge slurm-wlm-jwt-plugin curl; do
+  local pkgs=(slurm-wlm slurmrestd munge slurm-wlm-jwt-plugin curl)
+  [[ $ACCOUNTING == slurmdbd ]] && pkgs+=(slurmdbd mariadb-server)
+  for pkg in "${pkgs[@]}"; do
     dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "ok installed" || missing+=("$pkg")
   done
   ((${#missing[@]} == 0)) && return 0
@@ -111,6 +124,12 @@ make_fake_gpus() {
 # 2-core CI machine runs several test jobs at once; sockets and threads follow `slurmd -C`.
 write_config() {
   local topo sockets threads mem cpus=8 cores proctrack=proctrack/linuxproc task=task/none
+  local accounting=AccountingStorageType=accounting_storage/none
+  if [[ $ACCOUNTING == slurmdbd ]]; then
+    accounting="AccountingStorageType=accounting_storage/slurmdbd
+AccountingStorageHost=localhost
+AccountingStoragePort=$DBD_PORT"
+  fi
   # proctrack/cgroup puts each job in its own cgroup and kills everything in it when the job
   # ends (double-forked and setsid daemons too, which linuxproc loses once they are reparented).
   # Slurm 22.05 does that through cgroup v1 (freezer); its cgroup/v2 plugin wants the unified
@@ -156,9 +175,9 @@ SchedulerParameters=batch_sched_delay=0
 SelectType=select/cons_tres
 SelectTypeParameters=CR_Core_Memory
 DefMemPerCPU=256
-MinJobAge=600
+MinJobAge=$MIN_JOB_AGE
 KillWait=5
-AccountingStorageType=accounting_storage/none
+$accounting
 JobCompType=jobcomp/none
 JobAcctGatherType=jobacct_gather/none
 GresTypes=gpu
@@ -188,7 +207,11 @@ EOF
 }
 
 prepare_dirs() {
-  mkdir -p "$DIR"/{etc,spool/ctld,spool/d,run,log,rest}
+  mkdir -p "$DIR"/{etc,spool/ctld,spool/d,run,log,rest,db}
+  chmod 0700 "$DIR/db"
+  if [[ ! -s $DIR/spool/db.pass ]]; then
+    (umask 077 && head -c 18 /dev/urandom | base64 | tr -d '/+=' >"$DIR/spool/db.pass")
+  fi
   chmod 0755 "$DIR" "$DIR/etc"
   chown "$REST_USER" "$DIR/rest"
   mkdir -p "$JOBS_DIR" && chmod 1777 "$JOBS_DIR"
@@ -209,6 +232,91 @@ start_munge() {
   wait_for 10 munge_works || die "munged did not start (see /var/log/munge/munged.log)"
   cp /run/munge/munged.pid "$DIR/run/munged.pid"  # marks it as ours, for stop
   say "started munged (pid $(<"$DIR/run/munged.pid"))"
+}
+
+# --- accounting: MariaDB and slurmdbd ----------------------------------------------------------
+
+db_up() { mariadb --no-defaults -S "$DB_SOCK" -u root -e 'select 1' >/dev/null 2>&1; }
+
+# A MariaDB of its own (data in $DIR/db, a unix socket there, TCP on 127.0.0.1 only) so that the
+# machine's own MariaDB, if any, is left alone. Sized for a test cluster: small buffers.
+start_mariadb() {
+  if ! alive "$DIR/run/mariadbd.pid" mariadbd; then
+    if [[ ! -d $DIR/db/data/mysql ]]; then
+      mariadb-install-db --no-defaults --datadir="$DIR/db/data" --user=root \
+        --auth-root-authentication-method=socket --skip-test-db >>"$DIR/log/mariadb.log" 2>&1 ||
+        die "mariadb-install-db failed (see $DIR/log/mariadb.log)"
+    fi
+    setsid mariadbd --no-defaults --user=root --datadir="$DIR/db/data" --socket="$DB_SOCK" \
+      --port="$DB_PORT" --bind-address=127.0.0.1 --skip-name-resolve \
+      --pid-file="$DIR/run/mariadbd.pid" --log-error="$DIR/log/mariadb.log" \
+      --innodb-buffer-pool-size=32M --performance-schema=OFF --skip-log-bin \
+      </dev/null >/dev/null 2>&1 9>&- &
+    if ! wait_for 30 db_up; then
+      tail -n 20 "$DIR/log/mariadb.log" >&2 || true
+      die "MariaDB did not start"
+    fi
+    say "started mariadbd (pid $(<"$DIR/run/mariadbd.pid"))"
+  fi
+  local pass
+  pass=$(<"$DIR/spool/db.pass")
+  mariadb --no-defaults -S "$DB_SOCK" -u root -e "
+    CREATE USER IF NOT EXISTS 'slurm'@'127.0.0.1' IDENTIFIED BY '$pass';
+    GRANT ALL ON slurm_acct_db.* TO 'slurm'@'127.0.0.1';" ||
+    die "cannot create the slurm database user"
+}
+
+# Returns 0 when the file changed.
+write_dbd_config() {
+  local new=$DIR/etc/slurmdbd.conf.new
+  (
+    umask 077
+    cat >"$new" <<EOF
+# Written by scripts/slurm-dev-cluster.sh; regenerated on start. Holds the database password: 0600.
+DbdHost=localhost
+DbdPort=$DBD_PORT
+SlurmUser=root
+AuthType=auth/munge
+PidFile=$DIR/run/slurmdbd.pid
+LogFile=$DIR/log/slurmdbd.log
+StorageType=accounting_storage/mysql
+StorageHost=127.0.0.1
+StoragePort=$DB_PORT
+StorageUser=slurm
+StoragePass=$(<"$DIR/spool/db.pass")
+StorageLoc=slurm_acct_db
+EOF
+  )
+  if cmp -s "$new" "$DIR/etc/slurmdbd.conf"; then
+    rm "$new"
+    return 1
+  fi
+  mv "$new" "$DIR/etc/slurmdbd.conf"
+}
+
+dbd_up() { sacctmgr -n -P show cluster format=cluster >/dev/null 2>&1; }
+
+start_slurmdbd() {
+  if write_dbd_config && alive "$DIR/run/slurmdbd.pid" slurmdbd; then
+    stop_pid "$DIR/run/slurmdbd.pid" slurmdbd
+  fi
+  if ! alive "$DIR/run/slurmdbd.pid" slurmdbd; then
+    # slurmdbd reads the slurmdbd.conf beside $SLURM_CONF.
+    slurmdbd </dev/null >>"$DIR/log/slurmdbd.out" 2>&1 9>&-
+    if ! wait_for 60 dbd_up; then
+      tail -n 20 "$DIR/log/slurmdbd.log" >&2 || true
+      die "slurmdbd does not answer sacctmgr"
+    fi
+    say "started slurmdbd (pid $(<"$DIR/run/slurmdbd.pid"))"
+  fi
+  # The cluster, one account and the users jobs run as (root, the socket's user): slurmctld
+  # registers only a cluster the database knows.
+  if ! sacctmgr -n -P show cluster format=cluster | grep -qx nodus-dev; then
+    sacctmgr -i -Q add cluster nodus-dev >/dev/null || die "sacctmgr add cluster failed"
+    sacctmgr -i -Q add account nodus cluster=nodus-dev >/dev/null || die "sacctmgr add account failed"
+    sacctmgr -i -Q add user root,"$REST_USER" account=nodus cluster=nodus-dev >/dev/null ||
+      die "sacctmgr add user failed"
+  fi
 }
 
 ctld_up() { scontrol ping 2>/dev/null | grep -q "is UP"; }
@@ -268,7 +376,9 @@ start_restd() {
     # one must not have it, or it speaks JWT for local clients too and slurmctld rejects it.
     local jwt=()
     [[ $auth == rest_auth/jwt ]] && jwt=(SLURM_JWT=daemon)
-    env "${jwt[@]}" setsid slurmrestd -u "$REST_USER" -s "openapi/$API" -a "$auth" "$listen" \
+    local plugins=openapi/$API
+    [[ $ACCOUNTING == slurmdbd ]] && plugins+=,openapi/db$API
+    env "${jwt[@]}" setsid slurmrestd -u "$REST_USER" -s "$plugins" -a "$auth" "$listen" \
       </dev/null >>"$DIR/log/$name.log" 2>&1 9>&- &
     echo $! >"$DIR/run/$name.pid"
     say "started slurmrestd $auth on $listen (pid $!)"
@@ -308,6 +418,10 @@ cmd_start() {
     fi
   fi
   start_munge
+  if [[ $ACCOUNTING == slurmdbd ]]; then
+    start_mariadb
+    start_slurmdbd
+  fi
   start_slurmctld
   start_slurmd
   start_restd restd-socket rest_auth/local "unix:$SOCK" rest_ping_socket
@@ -333,6 +447,8 @@ cmd_stop() {
   stop_pid "$DIR/run/restd-socket.pid" slurmrestd
   stop_pid "$DIR/run/slurmd.pid" slurmd
   stop_pid "$DIR/run/slurmctld.pid" slurmctld
+  stop_pid "$DIR/run/slurmdbd.pid" slurmdbd
+  stop_pid "$DIR/run/mariadbd.pid" mariadbd
   stop_pid "$DIR/run/munged.pid" munged
   rm -f "$SOCK"
 }

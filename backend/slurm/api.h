@@ -69,6 +69,9 @@ class SlurmApi {
   // DELETE target: cancels the job, or only signals it when `signal` ("TERM", "USR1") is given.
   // job_ref is a job id ("12") or one task of an array ("12_3").
   virtual std::string cancel_path(std::string_view job_ref, std::string_view signal) const = 0;
+  // GET target for the job's records in Slurm's accounting (slurmdbd), which outlive slurmctld's
+  // memory (MinJobAge): one record per run, so a requeued job has one per start.
+  virtual std::string accounting_path(int64_t job_id) const = 0;
 
   virtual std::string submit_body(const SubmitRequest& request) const = 0;
 
@@ -76,6 +79,10 @@ class SlurmApi {
   // says so; Slurm's own error lists are read by errors().
   virtual Result<int64_t> parse_submit(std::string_view body) const = 0;
   virtual Result<std::vector<SlurmJob>> parse_jobs(std::string_view body) const = 0;
+  // The runs in an accounting answer as SlurmJob records in Slurm's order (oldest run first):
+  // start_time 0 for a run that never started, end_time 0 while it runs; exit_code as a raw
+  // wait status, as parse_jobs gives it.
+  virtual Result<std::vector<SlurmJob>> parse_accounting(std::string_view body) const = 0;
   virtual std::vector<SlurmError> errors(std::string_view body) const = 0;
 };
 

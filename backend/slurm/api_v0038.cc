@@ -6,6 +6,11 @@
 // - errors come as {"error", "error_code"} on submit and {"error", "error_number",
 //   "description"} elsewhere.
 // - job records carry times as unix seconds and `exit_code` as the raw wait status.
+// - accounting (the openapi/dbv0.0.38 plugin, only when slurmctld has slurmdbd): /slurmdb/v0.0.38/
+//   job/{id} lists every run of the job, a requeued one's earlier runs included (state
+//   REQUEUED), with times nested in "time" {start, end} (null or 0 when unset), the state in
+//   "state" {current} and exit codes as {status: SUCCESS|FAILED|SIGNALED, return_code, signal
+//   {signal_id}}; an unknown id is HTTP 200 with error 9003 "Nothing found" and no jobs.
 
 #include <nlohmann/json.hpp>
 
@@ -47,6 +52,9 @@ class ApiV0038 : public SlurmApi {
     std::string path = prefix() + "/job/" + std::string(job_ref);
     if (!signal.empty()) path += "?signal=" + std::string(signal);
     return path;
+  }
+  std::string accounting_path(int64_t job_id) const override {
+    return "/slurmdb/v0.0.38/job/" + std::to_string(job_id);
   }
 
   std::string submit_body(const SubmitRequest& r) const override {
@@ -104,6 +112,40 @@ class ApiV0038 : public SlurmApi {
       jobs.push_back(std::move(s));
     }
     return jobs;
+  }
+
+  Result<std::vector<SlurmJob>> parse_accounting(std::string_view body) const override {
+    auto j = parse_object(body, "an accounting query");
+    if (!j) return j.error();
+    auto list = j->find("jobs");
+    if (list == j->end() || !list->is_array())
+      return Error::permanent("slurmrestd's accounting answer has no jobs list");
+    std::vector<SlurmJob> runs;
+    for (const json& r : *list) {
+      if (!r.is_object()) continue;
+      SlurmJob s;
+      s.job_id = static_cast<int64_t>(number_or_zero(r, "job_id"));
+      s.name = string_or_empty(r, "name");
+      s.user_name = string_or_empty(r, "user");
+      if (auto state = r.find("state"); state != r.end() && state->is_object())
+        s.state = string_or_empty(*state, "current");
+      if (auto t = r.find("time"); t != r.end() && t->is_object()) {
+        s.submit_time = number_or_zero(*t, "submission");
+        s.start_time = number_or_zero(*t, "start");
+        s.end_time = number_or_zero(*t, "end");
+        s.time_limit_minutes = static_cast<int64_t>(number_or_zero(*t, "limit"));
+      }
+      if (auto e = r.find("exit_code"); e != r.end() && e->is_object()) {
+        if (string_or_empty(*e, "status") == "SIGNALED") {
+          if (auto sig = e->find("signal"); sig != e->end() && sig->is_object())
+            s.exit_code = static_cast<int64_t>(number_or_zero(*sig, "signal_id")) & 0x7f;
+        } else {
+          s.exit_code = (static_cast<int64_t>(number_or_zero(*e, "return_code")) & 0xff) << 8;
+        }
+      }
+      runs.push_back(std::move(s));
+    }
+    return runs;
   }
 
   std::vector<SlurmError> errors(std::string_view body) const override {

@@ -21,6 +21,10 @@ std::string output_path(const SlurmSettings& settings, const JobRecord& job) {
   return settings.workdir + "/" + slurm_job_name(job, settings) + ".out";
 }
 
+std::string metrics_path(const SlurmSettings& settings, const JobRecord& job) {
+  return settings.workdir + "/" + slurm_job_name(job, settings) + ".metrics.jsonl";
+}
+
 std::string shell_quote(std::string_view text) {
   std::string out = "'";
   for (char c : text) {
@@ -91,6 +95,17 @@ std::string job_script(const JobRecord& job, const std::string& workdir,
   // Only a regular file: never a device or a link someone put in its place.
   s += "umask 077\n[[ -f " + shell_quote(output) + " && ! -L " + shell_quote(output) +
        " ]] && chmod 600 -- " + shell_quote(output) + "\n";
+  // The metrics file lives in a folder open to all: created here as the job's user, never
+  // through a link or into a file someone else made.
+  s += R"(if [[ -n ${NODUS_METRICS-} ]]; then
+  if [[ -L $NODUS_METRICS || ( -e $NODUS_METRICS && ! -O $NODUS_METRICS ) ]]; then
+    echo "nodus: $NODUS_METRICS is not this job's own file: NODUS_METRICS is unset" >&2
+    unset NODUS_METRICS
+  else
+    : >>"$NODUS_METRICS" && chmod 600 -- "$NODUS_METRICS"
+  fi
+fi
+)";
   s += "cd -- " + shell_quote(workdir) +
        " || { echo \"nodus: cannot enter the working directory \"" + shell_quote(workdir) +
        " >&2; exit 126; }\n";
@@ -139,6 +154,7 @@ Result<SubmitRequest> build_submit(const JobRecord& job, const LaunchSpec& spec,
   r.output_path = output_path(settings, job);
   r.script = job_script(job, r.working_dir, r.output_path);
   r.env = job_environment(spec, settings);
+  if (r.env.count("NODUS_METRICS")) r.env["NODUS_METRICS"] = metrics_path(settings, job);
   r.gres = gres_request(job.gpu_type, job.gpu_count, settings);
   r.container = job.image;
   r.partition = settings.partition;

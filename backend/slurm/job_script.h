@@ -23,6 +23,10 @@ namespace nodus::backend::slurm {
 std::string slurm_job_name(const JobRecord& job, const SlurmSettings& settings);
 // Where the job's stdout and stderr go: <workdir>/<name>.out.
 std::string output_path(const SlurmSettings& settings, const JobRecord& job);
+// The job's NODUS_METRICS file on Slurm: <workdir>/<name>.metrics.jsonl, beside its output, in
+// the folder the job's user can write (nodus's own store is private to the submitter, so a job
+// running as another user could not write there), made 0600 by the job script.
+std::string metrics_path(const SlurmSettings& settings, const JobRecord& job);
 
 // 'text' with single quotes, safe as one word for bash whatever it contains.
 std::string shell_quote(std::string_view text);
@@ -30,7 +34,9 @@ std::string shell_quote(std::string_view text);
 // and signals are the program's; values stay data.
 std::string exec_line(const std::vector<std::string>& argv);
 
-// The batch script: makes its output private (0600), enters `workdir` (exit 126 with a line
+// The batch script: makes its output and its NODUS_METRICS file private (0600; a metrics path
+// that is a link or someone else's file is not used: NODUS_METRICS is unset, with a line saying
+// so), enters `workdir` (exit 126 with a line
 // saying so when it cannot: Slurm itself would run the job in /tmp), then runs argv.
 // When the job has a stop plan (engine/deadlines.h: --timeout, --max-cost, its sweep's budget
 // share) argv runs under the node's own enforcer, coreutils `timeout` in its own process group:
@@ -58,8 +64,8 @@ std::map<std::string, std::string> job_environment(const LaunchSpec& spec,
 // "gpu:h100:2" for 2 x H100-SXM, "gpu:2" for an untyped request, "" for none.
 std::string gres_request(std::string_view gpu_type, int gpu_count, const SlurmSettings& settings);
 
-// Everything above together; the working directory is the job's, else nodus's own. Errors: an
-// empty argv.
+// Everything above together; the working directory is the job's, else nodus's own; a launch
+// with NODUS_METRICS gets metrics_path() instead. Errors: an empty argv.
 Result<SubmitRequest> build_submit(const JobRecord& job, const LaunchSpec& spec,
                                    const SlurmSettings& settings);
 

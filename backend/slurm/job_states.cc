@@ -1,5 +1,6 @@
 #include "backend/slurm/job_states.h"
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <csignal>
@@ -74,6 +75,44 @@ JobState final_state_of(const SlurmJob& slurm, const JobRecord& job) {
   }
   if (s == "CANCELLED") return JobState::kStopped;
   return JobState::kFailed;
+}
+
+std::vector<RunSegment> run_segments(const std::vector<SlurmJob>& accounted,
+                                     const SlurmJob* current, double now) {
+  std::vector<RunSegment> runs;
+  auto add = [&](double start, double end) {
+    if (start <= 0) return;
+    runs.push_back({start, std::max(start, end)});
+  };
+  // A queued record (requeued, waiting to run again) holds no run of its own; its start_time
+  // may still be the last run's, which accounting already has.
+  if (current != nullptr &&
+      (current->start_time <= 0 || phase_of(current->state) == Phase::kQueued))
+    current = nullptr;
+  // Slurm's times are whole seconds: the run slurmctld holds is the accounted one that started
+  // in the same second.
+  auto is_current = [&](const SlurmJob& r) {
+    return current != nullptr && std::fabs(r.start_time - current->start_time) < 1;
+  };
+  for (const auto& r : accounted) {
+    if (is_current(r)) continue;
+    // An accounted run without an end still runs (or its end has not reached slurmdbd yet).
+    add(r.start_time, r.end_time > 0 ? r.end_time : now);
+  }
+  if (current != nullptr) {
+    // While it runs, slurmctld's end_time is the time limit's end, not an end.
+    bool ended = phase_of(current->state) == Phase::kFinal;
+    add(current->start_time, ended && current->end_time > 0 ? current->end_time : now);
+  }
+  std::sort(runs.begin(), runs.end(),
+            [](const RunSegment& a, const RunSegment& b) { return a.start < b.start; });
+  return runs;
+}
+
+double total_seconds(const std::vector<RunSegment>& runs) {
+  double total = 0;
+  for (const auto& r : runs) total += r.end - r.start;
+  return total;
 }
 
 std::optional<std::string> signal_name(int sig) {

@@ -7,6 +7,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "backend/backend.h"
 #include "backend/slurm/api.h"
@@ -36,6 +37,20 @@ Outcome outcome_of(const SlurmJob& job);
 // The final JobState for a finished job nobody supervised: TIMEOUT becomes kCostCap when the
 // job's cost cap came before its timeout (Slurm's limit was the cap's), CANCELLED kStopped.
 JobState final_state_of(const SlurmJob& slurm, const JobRecord& job);
+
+// One stretch of time a job held its resources: a run of it on a node.
+struct RunSegment {
+  double start = 0;
+  double end = 0;
+};
+
+// Every run of a job, for billing: the runs in Slurm's accounting (`accounted`, one per start of a
+// requeued job; empty when the cluster keeps no accounting) merged with `current`, the record
+// slurmctld holds (fresher for the run in progress or just ended; null when Slurm forgot the
+// job). A run still going ends at `now`. Runs that never started are left out; oldest first.
+std::vector<RunSegment> run_segments(const std::vector<SlurmJob>& accounted,
+                                     const SlurmJob* current, double now);
+double total_seconds(const std::vector<RunSegment>& runs);
 
 // The signal name slurmrestd accepts ("TERM" for SIGTERM), or nullopt.
 std::optional<std::string> signal_name(int sig);

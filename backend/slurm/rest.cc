@@ -139,6 +139,21 @@ Result<std::vector<SlurmJob>> RestClient::job(int64_t job_id, bool retry) {
   return api_->parse_jobs(response->body);
 }
 
+Result<std::optional<std::vector<SlurmJob>>> RestClient::accounting(int64_t job_id, bool retry) {
+  auto response = send("GET", api_->accounting_path(job_id), "", retry, {kNothingFound});
+  if (!response) {
+    // slurmrestd answers 404 for a path no loaded plugin serves.
+    if (response.error().message.find("HTTP 404") != std::string::npos)
+      return std::optional<std::vector<SlurmJob>>();
+    return response.error();
+  }
+  if (has_code(api_->errors(response->body), kNothingFound))
+    return std::optional<std::vector<SlurmJob>>(std::vector<SlurmJob>{});
+  auto runs = api_->parse_accounting(response->body);
+  if (!runs) return runs.error();
+  return std::optional<std::vector<SlurmJob>>(std::move(*runs));
+}
+
 Result<std::vector<SlurmJob>> RestClient::jobs(bool retry) {
   auto response = send("GET", api_->jobs_path(), "", retry);
   if (!response) return response.error();

@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -21,6 +22,8 @@ namespace nodus::backend::slurm {
 inline constexpr int64_t kInvalidJobId = 2017;
 // "Job can not be altered now": e.g. a signal for a job that is still queued.
 inline constexpr int64_t kCannotAlterNow = 2020;
+// slurmrestd's "Nothing found with query": accounting has no such job.
+inline constexpr int64_t kNothingFound = 9003;
 
 // What a DELETE achieved.
 enum class Delivery { kDone, kUnknownJob, kNotRunning };
@@ -50,6 +53,10 @@ class RestClient {
   Result<std::vector<SlurmJob>> job(int64_t job_id, bool retry = true);
   // GET /jobs: every job slurmctld still knows.
   Result<std::vector<SlurmJob>> jobs(bool retry = true);
+  // The job's runs in Slurm's accounting (SlurmApi::parse_accounting); empty when accounting has
+  // no such job; nullopt when this slurmrestd serves no accounting (no slurmdbd on the cluster,
+  // or slurmrestd started without the openapi/dbv0.0.38 plugin).
+  Result<std::optional<std::vector<SlurmJob>>> accounting(int64_t job_id, bool retry = true);
   // DELETE /job/{ref}[?signal=NAME]; ref is "12" or an array task "12_3". A signal for a job
   // that does not run yet gives kNotRunning.
   Result<Delivery> cancel(std::string_view job_ref, std::string_view signal = "");

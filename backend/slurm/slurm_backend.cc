@@ -66,8 +66,13 @@ const SlurmJob* record_of(const std::vector<SlurmJob>& records, int64_t id) {
   return nullptr;
 }
 
-double cost_between(const JobRecord& job, double start, double end) {
-  return billing::cost_usd(job.gpu_count, job.rate_per_gpu_hour, std::max(0.0, end - start));
+double cost_of(const JobRecord& job, double seconds) {
+  return billing::cost_usd(job.gpu_count, job.rate_per_gpu_hour, std::max(0.0, seconds));
+}
+
+void add_note(JobRecord& job, const std::string& line) {
+  if (job.note.find(line) == std::string::npos)
+    job.note = job.note.empty() ? line : job.note + "; " + line;
 }
 
 class SlurmBackend final : public Backend {
@@ -111,11 +116,20 @@ class SlurmBackend final : public Backend {
   // Until Slurm reports the job ended: SIGKILL through the signal API and DELETE, asked again
   // with backoff through slurmrestd outages, up to lost_after.
   Result<void> cancel_until_gone(RestClient& rest, JobRecord& job, int64_t id);
-  Event exited(JobRecord& job, Watch& watch);
+  // The job's runs in Slurm's accounting, those named as nodus named it (an id Slurm gave again
+  // after its state was reset is another job). Empty when accounting has none, or when the
+  // cluster keeps no accounting: said once, and billing falls back to slurmctld's records.
+  Result<std::vector<SlurmJob>> accounted_runs(RestClient& rest, const JobRecord& job, int64_t id,
+                                               bool retry = true);
+  // Bills `job` from Slurm's accounting alone, for a job slurmctld forgot (MinJobAge). False
+  // when accounting has no finished run of it either.
+  bool bill_from_accounting(JobRecord& job, const std::vector<SlurmJob>& runs);
+  Event exited(JobRecord& job, Watch& watch, RestClient& rest, int64_t id);
 
   std::unique_ptr<RestClient> client_;
   WaitTiming timing_;
   std::map<int64_t, Watch> watches_;  // by nodus job id
+  bool told_no_accounting_ = false;
 };
 
 Result<RestClient*> SlurmBackend::client() {
@@ -252,6 +266,8 @@ Result<void> SlurmBackend::submit(JobRecord& job, const LaunchSpec& spec) {
   }
   job.backend_id = std::to_string(*id);
   job.log_path = request->output_path;
+  if (auto m = request->env.find("NODUS_METRICS"); m != request->env.end())
+    job.metrics_path = m->second;    // where the job writes them (job_script.h), and nodus reads
   if (!request->time_limit_minutes)  // once Slurm took it: a rejected job needs no warning
     std::fprintf(stderr, "nodus: warning: %s\n", std::string(kUnboundedWarning).c_str());
   Watch& w = watches_[job.id];
@@ -264,11 +280,59 @@ Result<void> SlurmBackend::submit(JobRecord& job, const LaunchSpec& spec) {
   return {};
 }
 
-Event SlurmBackend::exited(JobRecord& job, Watch& watch) {
+Result<std::vector<SlurmJob>> SlurmBackend::accounted_runs(RestClient& rest, const JobRecord& job,
+                                                           int64_t id, bool retry) {
+  auto runs = rest.accounting(id, retry);
+  if (!runs) return runs.error();
+  if (!*runs) {
+    if (!told_no_accounting_)
+      std::fprintf(stderr,
+                   "nodus: note: slurmrestd serves no accounting (no slurmdbd, or no "
+                   "openapi/dbv0.0.38 plugin): Slurm jobs are billed from slurmctld's records, "
+                   "which it forgets MinJobAge after a job ends, and a requeued job's earlier "
+                   "runs are not billed\n");
+    told_no_accounting_ = true;
+    return std::vector<SlurmJob>{};
+  }
+  const std::string name = slurm_job_name(job, rest.settings());
+  std::vector<SlurmJob> ours;
+  for (auto& r : **runs)
+    if (r.job_id == id && (r.name.empty() || r.name == name)) ours.push_back(std::move(r));
+  return ours;
+}
+
+bool SlurmBackend::bill_from_accounting(JobRecord& job, const std::vector<SlurmJob>& runs) {
+  if (runs.empty() || phase_of(runs.back().state) != Phase::kFinal) return false;
+  const SlurmJob& last = runs.back();
+  auto segments = run_segments(runs, nullptr, unix_now());
+  Outcome o = outcome_of(last);
+  job.state = final_state_of(last, job);
+  job.started_at = segments.empty() ? o.started_at : segments.front().start;
+  job.ended_at = o.ended_at;
+  job.signal = o.signal;
+  job.exit_code = job.state == JobState::kCostCap || job.state == JobState::kBudget
+                      ? exit_code::kCostCap
+                  : job.state == JobState::kTimeout ? exit_code::kTimeout
+                                                    : o.exit_code;
+  job.cost = cost_of(job, total_seconds(segments));
+  add_note(job, "billed from Slurm's accounting (slurmctld no longer knows the job)");
+  return true;
+}
+
+Event SlurmBackend::exited(JobRecord& job, Watch& watch, RestClient& rest, int64_t id) {
   watch.output->finish();
   Event e;
   e.kind = Event::Kind::kExited;
   e.outcome = outcome_of(*watch.final_record);
+  // Every run is billed: a requeued job's earlier runs are in accounting only. Without it (or
+  // while slurmdbd does not answer) the run slurmctld holds is the bill.
+  auto runs = accounted_runs(rest, job, id, /*retry=*/false);
+  auto segments =
+      run_segments(runs ? *runs : std::vector<SlurmJob>{}, &*watch.final_record, unix_now());
+  if (!segments.empty()) {
+    e.outcome.started_at = segments.front().start;
+    e.outcome.billed_seconds = total_seconds(segments);
+  }
   e.started_at = e.outcome.started_at;
   watches_.erase(job.id);
   return e;
@@ -283,7 +347,7 @@ Result<Event> SlurmBackend::wait(JobRecord& job, SteadyTime deadline, int wake_f
     return Error::permanent("Slurm has no job named " + slurm_job_name(job, (*rest)->settings()) +
                             " (job " + std::to_string(job.id) + " was never submitted)");
   Watch& w = watch_for(job);
-  if (w.final_record) return exited(job, w);
+  if (w.final_record) return exited(job, w, **rest, **id);
   if (readable_before(wake_fd, Clock::now())) return event_of(Event::Kind::kWoken);
 
   const std::string expected_name = slurm_job_name(job, (*rest)->settings());
@@ -302,9 +366,21 @@ Result<Event> SlurmBackend::wait(JobRecord& job, SteadyTime deadline, int wake_f
           w.next_duplicate_check = now + std::chrono::seconds(2);
         }
         const SlurmJob* r = record_of(*records, **id);
-        if (r == nullptr)
+        if (r == nullptr) {
+          // Forgotten by slurmctld (MinJobAge passed while nodus could not ask): its accounting
+          // still has how it ended.
+          auto runs = accounted_runs(**rest, job, **id);
+          if (runs && !runs->empty() && phase_of(runs->back().state) == Phase::kFinal) {
+            w.final_record = runs->back();
+            if (!job.started_at && w.final_record->start_time > 0) {
+              job.started_at = w.final_record->start_time;
+              return event_of(Event::Kind::kStarted, w.final_record->start_time);
+            }
+            return exited(job, w, **rest, **id);
+          }
           return Error::permanent("Slurm no longer knows job " + std::to_string(**id) +
                                   " (it ended more than MinJobAge ago, or the cluster was reset)");
+        }
         if (!r->name.empty() && r->name != expected_name)
           return Error::permanent("Slurm job " + std::to_string(**id) + " is '" + r->name +
                                   "', not nodus job " + std::to_string(job.id) +
@@ -317,7 +393,7 @@ Result<Event> SlurmBackend::wait(JobRecord& job, SteadyTime deadline, int wake_f
         }
         if (phase == Phase::kFinal) {
           w.final_record = *r;
-          return exited(job, w);
+          return exited(job, w, **rest, **id);
         }
       } else if (!records.error().retryable()) {
         return records.error();
@@ -416,9 +492,13 @@ Result<void> SlurmBackend::cancel_until_gone(RestClient& rest, JobRecord& job, i
                    static_cast<long long>(id), last_error.c_str());
       told = true;
     }
+    // Backoff is for an outage; a Slurm that answers while the job is still ending (COMPLETING
+    // for a second or more on a busy node) is asked again at the first pace, or the kill would
+    // be confirmed up to a whole doubled delay late.
+    bool failing = !last_error.empty();
     last_error.clear();
     std::this_thread::sleep_for(delay);
-    delay = std::min(delay * 2, timing_.max_backoff);
+    delay = failing ? std::min(delay * 2, timing_.max_backoff) : timing_.cancel_backoff;
   }
 }
 
@@ -441,7 +521,19 @@ Result<bool> SlurmBackend::refresh(JobRecord& job) {
   auto records = (*rest)->job(**id);
   if (!records) return records.error();
   const SlurmJob* r = record_of(*records, **id);
-  if (r == nullptr || (!r->name.empty() && r->name != slurm_job_name(job, (*rest)->settings()))) {
+  if (r != nullptr && !r->name.empty() && r->name != slurm_job_name(job, (*rest)->settings()))
+    r = nullptr;  // the id is another job's now: the cluster's state was reset
+  // Slurm's accounting: every run (a requeued job's earlier ones), and the job itself once
+  // slurmctld forgot it. A slurmdbd that does not answer leaves the bill to slurmctld's record.
+  auto accounted = accounted_runs(**rest, job, **id);
+  std::vector<SlurmJob> runs = accounted ? std::move(*accounted) : std::vector<SlurmJob>{};
+  if (r == nullptr && bill_from_accounting(job, runs))
+    return job.state != before.state || job.started_at != before.started_at ||
+           job.ended_at != before.ended_at || job.cost != before.cost ||
+           job.exit_code != before.exit_code;
+  if (r == nullptr) {
+    if (!accounted)
+      add_note(job, "Slurm's accounting did not answer: " + accounted.error().message);
     job.state = JobState::kLost;
     job.note = "Slurm no longer knows job " + std::to_string(**id) +
                " (it ended more than MinJobAge ago, or the cluster was reset)";
@@ -449,25 +541,30 @@ Result<bool> SlurmBackend::refresh(JobRecord& job) {
     return true;
   }
   switch (phase_of(r->state)) {
-    case Phase::kQueued:
+    case Phase::kQueued:  // not started yet, or requeued: the runs so far are billed
       job.state = JobState::kWaiting;
+      job.cost = cost_of(job, total_seconds(run_segments(runs, r, unix_now())));
       break;
-    case Phase::kRunning:
+    case Phase::kRunning: {
       job.state = JobState::kRunning;
-      if (r->start_time > 0) job.started_at = r->start_time;
-      if (job.started_at) job.cost = cost_between(job, *job.started_at, unix_now());
+      auto segments = run_segments(runs, r, unix_now());
+      if (!segments.empty()) job.started_at = segments.front().start;
+      job.cost = cost_of(job, total_seconds(segments));
       break;
+    }
     case Phase::kFinal: {
       Outcome o = outcome_of(*r);
+      auto segments = run_segments(runs, r, unix_now());
       job.state = final_state_of(*r, job);
-      job.started_at = o.started_at;
+      job.started_at = segments.empty() ? o.started_at : segments.front().start;
       job.ended_at = o.ended_at;
       job.signal = o.signal;
       job.exit_code = job.state == JobState::kCostCap || job.state == JobState::kBudget
                           ? exit_code::kCostCap
                       : job.state == JobState::kTimeout ? exit_code::kTimeout
                                                         : o.exit_code;
-      job.cost = cost_between(job, o.started_at, o.ended_at);
+      job.cost =
+          cost_of(job, segments.empty() ? o.ended_at - o.started_at : total_seconds(segments));
       break;
     }
   }

@@ -137,5 +137,31 @@ TEST(SlurmApiV0038, UnknownVersionListsTheKnownOnes) {
   EXPECT_NE(a.error().message.find("v0.0.38"), std::string::npos);
 }
 
+TEST(SlurmApiV0038, AccountingListsEveryRunOfARequeuedJob) {
+  // Job 156 ran 3 s, was requeued (`scontrol requeue`), and was cancelled while queued again.
+  auto runs = api().parse_accounting(fixture("accounting_requeued.json"));
+  ASSERT_TRUE(runs.ok()) << runs.error().message;
+  ASSERT_EQ(runs->size(), 2u);
+  EXPECT_EQ(runs->at(0).job_id, 156);
+  EXPECT_EQ(runs->at(0).name, "wrap");
+  EXPECT_EQ(runs->at(0).state, "REQUEUED");
+  EXPECT_EQ(runs->at(0).start_time, 1796102702);
+  EXPECT_EQ(runs->at(0).end_time, 1796102705);
+  EXPECT_EQ(runs->at(1).state, "CANCELLED");
+  EXPECT_EQ(runs->at(1).start_time, 0);  // never started again: null in the answer
+  EXPECT_EQ(runs->at(1).end_time, 1796102732);
+  EXPECT_EQ(api().accounting_path(156), "/slurmdb/v0.0.38/job/156");
+}
+
+TEST(SlurmApiV0038, AccountingExitCodesBecomeRawWaitStatuses) {
+  auto runs = api().parse_accounting(fixture("accounting_signaled.json"));
+  ASSERT_TRUE(runs.ok()) << runs.error().message;
+  ASSERT_EQ(runs->size(), 1u);
+  EXPECT_EQ(runs->at(0).state, "FAILED");
+  EXPECT_EQ(runs->at(0).exit_code, 9);  // SIGNALED, signal_id 9: as /job/{id} writes SIGKILL
+  auto bad = api().parse_accounting(R"({"errors":[]})");
+  EXPECT_FALSE(bad.ok());
+}
+
 }  // namespace
 }  // namespace nodus::backend::slurm

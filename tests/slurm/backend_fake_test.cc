@@ -277,6 +277,33 @@ TEST(SlurmBackendStop, KillIsRetriedThroughAnOutageUntilSlurmReportsTheEnd) {
   EXPECT_EQ(failures_left, 0);
 }
 
+// A job that takes a while to end (COMPLETING: slurmstepd cleaning up on a busy node) is asked
+// about at the first pace: backoff is for an outage, and doubling it here confirmed a kill up to
+// 1.6 s late on the dev cluster.
+TEST(SlurmBackendStop, KillOfAJobStillEndingIsConfirmedAtTheFirstPace) {
+  auto http = std::make_shared<FakeHttp::State>();
+  WaitTiming timing = fast_timing();
+  timing.cancel_backoff = milliseconds(20);
+  timing.max_backoff = milliseconds(2000);
+  auto backend = make_slurm_backend(fake_client(http, settings()), timing);
+  JobRecord job = test_job();
+  job.backend_id = "18";
+  int gets = 0;
+  http->handler = [&](const http::Request& r) -> Result<http::Response> {
+    if (r.method != "GET") return reply(200, fixture("delete_ok.json"));
+    ++gets;  // RUNNING, then COMPLETING five times, then CANCELLED
+    return reply(200, with_state(job, 18,
+                                 gets == 1   ? "RUNNING"
+                                 : gets <= 6 ? "COMPLETING"
+                                             : "CANCELLED"));
+  };
+  auto t0 = Clock::now();
+  ASSERT_TRUE(backend->kill(job).ok());
+  // 6 pauses of 20 ms; doubled they would be 1.26 s.
+  EXPECT_LT(Clock::now() - t0, milliseconds(600));
+  EXPECT_EQ(gets, 7);
+}
+
 TEST(SlurmBackendStop, KillThatSlurmNeverConfirmsIsAnErrorAfterLostAfter) {
   Rig rig;
   JobRecord job = test_job();
@@ -418,6 +445,116 @@ TEST(SlurmBackendRefresh, UnreachableSlurmChangesNothing) {
   auto changed = rig.backend->refresh(job);
   ASSERT_FALSE(changed.ok());
   EXPECT_EQ(job.state, JobState::kRunning);
+}
+
+// Job 156's accounting (tests/data/slurm/accounting_requeued.json: ran 3 s, requeued, cancelled
+// while queued again) as the job under test's.
+std::string accounting_of(const JobRecord& job) {
+  return as_job("accounting_requeued.json", job, 156);
+}
+
+bool is_accounting(const http::Request& r) { return r.url.find("/slurmdb/") != std::string::npos; }
+
+TEST(SlurmBackendRefresh, AJobSlurmctldForgotIsBilledFromAccounting) {
+  Rig rig;
+  JobRecord job = test_job();
+  job.backend_id = "156";
+  job.state = JobState::kRunning;
+  job.gpu_count = 2;
+  job.rate_per_gpu_hour = 3600;
+  rig.http->handler = [&](const http::Request& r) -> Result<http::Response> {
+    if (is_accounting(r)) return reply(200, accounting_of(job));
+    return reply(500, fixture("job_unknown_2017.json"));  // past MinJobAge
+  };
+  auto changed = rig.backend->refresh(job);
+  ASSERT_TRUE(changed.ok()) << changed.error().message;
+  EXPECT_TRUE(*changed);
+  EXPECT_EQ(job.state, JobState::kStopped);  // cancelled, not "lost"
+  EXPECT_EQ(job.started_at, 1796102702);
+  EXPECT_EQ(job.ended_at, 1796102732);
+  EXPECT_DOUBLE_EQ(job.cost, 2 * 1.0 * 3);  // the one run: 3 s on 2 GPUs at $1/s each
+  EXPECT_NE(job.note.find("accounting"), std::string::npos);
+}
+
+TEST(SlurmBackendRefresh, WithoutAccountingAForgottenJobIsLostAsBefore) {
+  Rig rig;
+  JobRecord job = test_job();
+  job.backend_id = "156";
+  job.state = JobState::kRunning;
+  rig.http->handler = [&](const http::Request& r) -> Result<http::Response> {
+    if (is_accounting(r)) return reply(404, "Unable find requested URL.");
+    return reply(500, fixture("job_unknown_2017.json"));
+  };
+  auto changed = rig.backend->refresh(job);
+  ASSERT_TRUE(changed.ok()) << changed.error().message;
+  EXPECT_EQ(job.state, JobState::kLost);
+  EXPECT_NE(job.note.find("MinJobAge"), std::string::npos);
+}
+
+TEST(SlurmBackendRefresh, ARunningRequeuedJobIsBilledForEveryRun) {
+  Rig rig;
+  JobRecord job = test_job();
+  job.backend_id = "156";
+  job.state = JobState::kRunning;
+  job.gpu_count = 1;
+  job.rate_per_gpu_hour = 3600;
+  double now = unix_now();
+  auto accounting = nlohmann::json::parse(accounting_of(job));
+  accounting["jobs"][1]["state"]["current"] = "RUNNING";  // the second run goes on
+  accounting["jobs"][1]["time"]["start"] = static_cast<int64_t>(now) - 10;
+  accounting["jobs"][1]["time"]["end"] = 0;
+  auto live = nlohmann::json::parse(as_job("job_running.json", job, 156));
+  live["jobs"][0]["start_time"] = static_cast<int64_t>(now) - 10;
+  rig.http->handler = [&](const http::Request& r) -> Result<http::Response> {
+    return reply(200, is_accounting(r) ? accounting.dump() : live.dump());
+  };
+  auto changed = rig.backend->refresh(job);
+  ASSERT_TRUE(changed.ok()) << changed.error().message;
+  EXPECT_EQ(job.state, JobState::kRunning);
+  EXPECT_EQ(job.started_at, 1796102702);  // the first run's start
+  EXPECT_NEAR(job.cost, 3 + (now - (static_cast<int64_t>(now) - 10)), 1.5);  // 3 s + ~10 s
+}
+
+TEST(SlurmBackendWait, AJobForgottenWhileUnwatchedEndsFromAccounting) {
+  Rig rig;
+  JobRecord job = test_job();
+  job.backend_id = "156";
+  job.started_at = 1796102702;
+  rig.http->handler = [&](const http::Request& r) -> Result<http::Response> {
+    if (is_accounting(r)) return reply(200, accounting_of(job));
+    return reply(500, fixture("job_unknown_2017.json"));
+  };
+  auto r = rig.backend->wait(job, Clock::now() + std::chrono::seconds(2), -1);
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  ASSERT_EQ(r->kind, Event::Kind::kExited);
+  EXPECT_EQ(r->outcome.exit_code, 143);
+  EXPECT_EQ(r->outcome.started_at, 1796102702);
+  EXPECT_EQ(r->outcome.ended_at, 1796102732);
+  EXPECT_EQ(r->outcome.billed_seconds, 3);  // it ran 3 s of those 30
+}
+
+TEST(SlurmBackendWait, TheEndOfARequeuedJobBillsEveryRun) {
+  Rig rig;
+  JobRecord job = test_job();
+  job.backend_id = "156";
+  job.started_at = 1796102702;
+  auto accounting = nlohmann::json::parse(accounting_of(job));
+  accounting["jobs"][1]["state"]["current"] = "COMPLETED";
+  accounting["jobs"][1]["time"]["start"] = 1796102830;
+  accounting["jobs"][1]["time"]["end"] = 0;  // not in accounting yet: slurmctld's end counts
+  auto done = nlohmann::json::parse(as_job("job_completed.json", job, 156));
+  done["jobs"][0]["start_time"] = 1796102830;
+  done["jobs"][0]["end_time"] = 1796102850;
+  rig.http->handler = [&](const http::Request& r) -> Result<http::Response> {
+    return reply(200, is_accounting(r) ? accounting.dump() : done.dump());
+  };
+  auto r = rig.backend->wait(job, Clock::now() + std::chrono::seconds(2), -1);
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  ASSERT_EQ(r->kind, Event::Kind::kExited);
+  EXPECT_EQ(r->outcome.exit_code, 0);
+  EXPECT_EQ(r->outcome.started_at, 1796102702);
+  EXPECT_EQ(r->outcome.ended_at, 1796102850);
+  EXPECT_EQ(r->outcome.billed_seconds, 3 + 20);
 }
 
 TEST(SlurmBackendConfig, MissingUrlIsAnErrorOfTheFirstCallNotOfConstruction) {

@@ -226,6 +226,27 @@ TEST(SlurmCli, SweepRunsEveryCellOnTheCluster) {
   }
 }
 
+// Issue 19 case 9: the job runs as slurmrestd's user, not as this test's (root), and cannot write
+// into the submitter's 0700 NODUS_HOME; its NODUS_METRICS is a file of its own in the shared
+// workdir that nodus reads, so the sweep still ranks its cells by throughput.
+TEST(SlurmCli, MetricsOfJobsRunningAsAnotherUserReachTheSweep) {
+  REQUIRE_SLURM_CLUSTER();
+  JobDir dir;
+  Nodus nodus(dir);
+  std::string script =
+      "echo '{{\"samples_per_sec\": '$((100 * {w}))'}}' >> \"$NODUS_METRICS\"; "
+      "echo '{{\"samples_per_sec\": '$((100 * {w}))'}}' >> \"$NODUS_METRICS\"; id -u";
+  auto r = nodus.run({"sweep", "--param", "w=1,4", "--", "bash", "-c", script});
+  ASSERT_EQ(r.rc, 0) << r.err;
+  auto j = nlohmann::json::parse(nodus.run({"show", "s1", "--format", "json"}).out);
+  ASSERT_EQ(j["cells"].size(), 2u) << j.dump();
+  EXPECT_EQ(j["cells"][0]["throughput"], 100) << j.dump();
+  EXPECT_EQ(j["cells"][1]["throughput"], 400) << j.dump();
+  auto job = nodus.show("1");
+  std::string log = slurp(job["log_path"]);
+  EXPECT_NE(std::stoi(log), static_cast<int>(getuid())) << "the job ran as this test's user";
+}
+
 TEST(SlurmCli, TokenNeverShowsInOutputOrTheStore) {
   REQUIRE_SLURM_CLUSTER();
   JobDir dir;

@@ -57,6 +57,7 @@ class ClusterEnvironment : public ::testing::Environment {
       run("bash " + c.script + " env", &printed);
     }
     c.socket_url = env_value(printed, "NODUS_SLURM_URL");
+    c.slurm_conf = env_value(printed, "SLURM_CONF");
     std::string port = std::getenv("NODUS_SLURM_DEV_REST_PORT")
                            ? std::getenv("NODUS_SLURM_DEV_REST_PORT")
                            : "6820";
@@ -86,6 +87,10 @@ class ClusterEnvironment : public ::testing::Environment {
 }  // namespace
 
 const Cluster& cluster() { return the_cluster(); }
+
+int slurm_command(const std::string& command, std::string* out) {
+  return run("SLURM_CONF='" + cluster().slurm_conf + "' " + command, out);
+}
 
 std::string Cluster::token(const std::string& for_user, int seconds) const {
   std::string out;

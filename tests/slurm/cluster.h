@@ -26,10 +26,15 @@ struct Cluster {
   std::string tcp_url;     // http://127.0.0.1:PORT (rest_auth/jwt)
   std::string user = "nodus-restd";
   std::string script;
+  std::string slurm_conf;  // $SLURM_CONF for Slurm's own commands (scontrol, sacct)
   // A fresh JWT for `user` from `scontrol token`.
   std::string token(const std::string& for_user, int seconds = 600) const;
 };
 const Cluster& cluster();
+
+// Runs a shell command with the cluster's SLURM_CONF; returns its exit status and, in `out`, its
+// stdout (stderr passes through).
+int slurm_command(const std::string& command, std::string* out = nullptr);
 
 #define REQUIRE_SLURM_CLUSTER()                                                            \
   do {                                                                                     \

@@ -190,6 +190,9 @@ void killed_nodus_case(bool whole_group) {
   EXPECT_LE(end->end_time, deadline + 2.0) << "state " << end->state;
   EXPECT_GE(end->end_time, end->start_time + 3 - 1.0);  // not before the TERM
   EXPECT_NE(end->time_limit_minutes, 0);
+  std::printf("case 4: nodus SIGKILLed%s: job ran %.0f s, ended %+.0f s from its deadline\n",
+              whole_group ? " with its group" : "", end->end_time - end->start_time,
+              end->end_time - deadline);
   std::string log = nodus.show("1").value("log_path", std::string());
   EXPECT_NE(slurp(log).find("got TERM"), std::string::npos) << log;  // TERM came first
   // ps learns the end from Slurm and bills it from Slurm's times, as a timeout.
@@ -244,6 +247,8 @@ TEST(SlurmEnforce, CostCapHoldsWithNodusKilled) {
   auto job = nodus.show("1");
   EXPECT_LE(job["cost_usd"].get<double>(), cap + 1e-9);
   EXPECT_GT(job["cost_usd"].get<double>(), 0.0);
+  std::printf("case 4: --max-cost %.6f, nodus's group SIGKILLed: ran %.0f s, billed %.6f\n", cap,
+              end->end_time - end->start_time, job["cost_usd"].get<double>());
 }
 
 // Case 1: a sweep cell bounded only by its share of --budget has a time limit on Slurm and an
@@ -282,6 +287,8 @@ TEST(SlurmEnforce, BudgetOnlyCellsAreBoundedEvenWithTheSweepKilled) {
     spent += billing::cost_usd(1, rate, end->end_time - end->start_time);
   }
   EXPECT_LE(spent, budget + 1e-9);
+  std::printf("case 1: budget-only cells, sweep's group SIGKILLed: spent %.6f of %.6f\n", spent,
+              budget);
 }
 
 // Case 2: slurmrestd stopped (SIGSTOP) while nodus submits: the POST times out, nodus must not
@@ -304,6 +311,7 @@ TEST(SlurmEnforce, StoppedRestdDuringSubmitLeavesExactlyOneJob) {
   std::this_thread::sleep_for(std::chrono::seconds(2));  // a late POST would show up by now
   auto mine = jobs_of_store(*rest, nodus.store_tag());
   EXPECT_EQ(mine.size(), 1u) << slurp(nodus.err_path());
+  std::printf("case 2: slurmrestd stopped 13 s during submit: %zu Slurm job(s)\n", mine.size());
 }
 
 // Case 3: the cancel fails (slurmrestd unreachable: its socket is gone) and is retried until
@@ -335,6 +343,8 @@ TEST(SlurmEnforce, FailedCancelIsRetriedUntilTheJobEnds) {
   ASSERT_TRUE(records.ok());
   ASSERT_FALSE(records->empty());
   EXPECT_TRUE(ended(records->front())) << records->front().state;
+  std::printf("case 3: cancel through a 4 s outage: confirmed after %.1f s, job %s\n", took,
+              records->front().state.c_str());
 }
 
 // Output stays private to the job's user.

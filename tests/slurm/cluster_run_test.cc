@@ -1,6 +1,10 @@
 // Jobs on the real local cluster: output, exit codes, GPUs, values as data, wrong GPU types.
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <fstream>
 
 #include "backend/slurm/job_script.h"
 #include "cluster.h"
@@ -112,6 +116,60 @@ TEST(SlurmClusterRun, TimeLimitIsSentAsTheSafetyNet) {
   EXPECT_EQ(record->time_limit_minutes, 3);
   EXPECT_EQ(record->name, slurm_job_name(job, settings));
   ASSERT_TRUE(backend->kill(job).ok());
+}
+
+// The job runs as slurmrestd's user (nodus-restd), not as this test (root): a NODUS_METRICS in the
+// submitter's private store is one it could not write. It gets a file of its own beside its
+// output instead, 0600 and its own, that nodus reads.
+TEST(SlurmClusterRun, MetricsOfAJobRunningAsAnotherUserReachNodusAndStayPrivate) {
+  REQUIRE_SLURM_CLUSTER();
+  JobDir dir;
+  auto settings = cluster_settings(dir);
+  auto backend = cluster_backend(settings);
+  JobRecord job = new_job({"bash", "-c",
+                           "id -u; stat -c %a \"$NODUS_METRICS\"; "
+                           "echo '{\"step\": 1, \"loss\": 0.5}' >> \"$NODUS_METRICS\""},
+                          dir);
+  const std::string in_store = "/nonexistent-store/metrics/" + std::to_string(job.id) + ".jsonl";
+  job.metrics_path = in_store;
+  LaunchSpec spec = quiet();
+  spec.env = {{"NODUS_METRICS", in_store}};
+  ASSERT_TRUE(backend->submit(job, spec).ok());
+  EXPECT_EQ(job.metrics_path, metrics_path(settings, job));
+  auto outcome = wait_to_end(*backend, job, 60);
+  ASSERT_TRUE(outcome);
+  EXPECT_EQ(outcome->exit_code, 0) << dir.read(job.log_path);
+  std::string out = dir.read(job.log_path);
+  auto newline = out.find('\n');
+  ASSERT_NE(newline, std::string::npos) << out;
+  EXPECT_NE(std::stoi(out.substr(0, newline)), static_cast<int>(getuid())) << "the job ran as us";
+  EXPECT_EQ(out.substr(newline + 1, 4), "600\n") << out;
+  EXPECT_EQ(dir.read(job.metrics_path), "{\"step\": 1, \"loss\": 0.5}\n");
+  struct stat st {};
+  ASSERT_EQ(::stat(job.metrics_path.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+  EXPECT_NE(st.st_uid, getuid());
+}
+
+TEST(SlurmClusterRun, AMetricsPathSomeoneElsePreparedIsNotUsed) {
+  REQUIRE_SLURM_CLUSTER();
+  JobDir dir;
+  auto settings = cluster_settings(dir);
+  auto backend = cluster_backend(settings);
+  JobRecord job = new_job({"bash", "-c", "echo \"metrics=${NODUS_METRICS-unset}\""}, dir);
+  // Another user of the shared folder links the job's metrics name to a file of theirs.
+  std::string victim = dir.path() + "/victim";
+  { std::ofstream(victim) << "theirs\n"; }
+  ASSERT_EQ(::symlink(victim.c_str(), metrics_path(settings, job).c_str()), 0);
+  LaunchSpec spec = quiet();
+  spec.env = {{"NODUS_METRICS", "/nonexistent-store/metrics/1.jsonl"}};
+  ASSERT_TRUE(backend->submit(job, spec).ok());
+  auto outcome = wait_to_end(*backend, job, 60);
+  ASSERT_TRUE(outcome);
+  std::string out = dir.read(job.log_path);
+  EXPECT_NE(out.find("is not this job's own file"), std::string::npos) << out;
+  EXPECT_NE(out.find("metrics=unset"), std::string::npos) << out;
+  EXPECT_EQ(dir.read("victim"), "theirs\n");
 }
 
 }  // namespace

@@ -211,6 +211,10 @@ TEST(SlurmBuildSubmit, FillsEveryField) {
   EXPECT_EQ(r->time_limit_minutes, 3);  // 120 s, then KILL after the 10 s grace
   EXPECT_EQ(r->container, "/images/torch");
   EXPECT_EQ(r->env.at("NODUS_JOB_ID"), "7");
+  EXPECT_EQ(r->env.count("NODUS_METRICS"), 0u);                   // none asked for, none given
+  spec.env["NODUS_METRICS"] = "/home/me/.nodus/metrics/7.jsonl";  // 0700: the job's user may differ
+  EXPECT_EQ(build_submit(job, spec, settings)->env.at("NODUS_METRICS"),
+            "/tmp/nodus-slurm-test-jobs/" + r->name + ".metrics.jsonl");
   job.workdir.clear();
   char cwd[4096];
   ASSERT_NE(getcwd(cwd, sizeof cwd), nullptr);

@@ -120,5 +120,48 @@ TEST(SlurmSignalName, NamesWhatSlurmrestdAccepts) {
   EXPECT_FALSE(signal_name(SIGSEGV).has_value());
 }
 
+SlurmJob run(const char* state, double start, double end) {
+  SlurmJob j;
+  j.job_id = 7;
+  j.state = state;
+  j.start_time = start;
+  j.end_time = end;
+  return j;
+}
+
+TEST(SlurmRunSegments, EveryRunOfARequeuedJobIsBilled) {
+  std::vector<SlurmJob> accounted = {run("REQUEUED", 100, 130), run("RUNNING", 250, 0)};
+  SlurmJob live = run("RUNNING", 250, 250 + 600);  // slurmctld: end_time = the limit's end
+  auto segments = run_segments(accounted, &live, 260);
+  ASSERT_EQ(segments.size(), 2u);
+  EXPECT_EQ(segments[0].start, 100);
+  EXPECT_EQ(segments[0].end, 130);
+  EXPECT_EQ(segments[1].start, 250);
+  EXPECT_EQ(segments[1].end, 260);  // still running: up to now
+  EXPECT_EQ(total_seconds(segments), 40);
+  live = run("COMPLETED", 250, 270);
+  EXPECT_EQ(total_seconds(run_segments(accounted, &live, 999)), 50);
+}
+
+TEST(SlurmRunSegments, AQueuedRecordAddsNoRunOfItsOwn) {
+  // Requeued and waiting: slurmctld's start_time may still be the last run's.
+  std::vector<SlurmJob> accounted = {run("REQUEUED", 100, 130), run("PENDING", 0, 0)};
+  SlurmJob queued = run("PENDING", 100, 0);
+  EXPECT_EQ(total_seconds(run_segments(accounted, &queued, 500)), 30);
+  EXPECT_EQ(total_seconds(run_segments({}, &queued, 500)), 0);
+}
+
+TEST(SlurmRunSegments, WithoutAccountingSlurmctldsRecordIsTheBill) {
+  SlurmJob done = run("CANCELLED", 100, 128);
+  auto segments = run_segments({}, &done, 999);
+  ASSERT_EQ(segments.size(), 1u);
+  EXPECT_EQ(total_seconds(segments), 28);
+  EXPECT_TRUE(run_segments({}, nullptr, 999).empty());
+  // Forgotten by slurmctld: accounting alone; a run that never started is not billed.
+  EXPECT_EQ(total_seconds(
+                run_segments({run("COMPLETED", 10, 91), run("CANCELLED", 0, 95)}, nullptr, 999)),
+            81);
+}
+
 }  // namespace
 }  // namespace nodus::backend::slurm

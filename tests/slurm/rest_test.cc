@@ -190,5 +190,32 @@ TEST(SlurmRest, TokenEchoedInAnyMessageIsScrubbed) {
   EXPECT_NE(r.error().message.find("<redacted>"), std::string::npos);
 }
 
+TEST(SlurmRest, AccountingWithoutTheJobIsEmpty) {
+  auto state = answering(200, fixture("accounting_nothing_found.json"));
+  auto rest = fake_client(state, settings_for("http://127.0.0.1:6820", kToken));
+  auto runs = rest->accounting(999999);
+  ASSERT_TRUE(runs.ok()) << runs.error().message;
+  ASSERT_TRUE(runs->has_value());
+  EXPECT_TRUE((*runs)->empty());
+}
+
+TEST(SlurmRest, AccountingNotServedIsNoneNotAnError) {
+  // What slurmrestd 22.05 answers when the openapi/dbv0.0.38 plugin is not loaded.
+  auto state =
+      answering(404, "Unable find requested URL. Please view /openapi/v3 for API reference.");
+  auto rest = fake_client(state, settings_for("http://127.0.0.1:6820", kToken));
+  auto runs = rest->accounting(5);
+  ASSERT_TRUE(runs.ok()) << runs.error().message;
+  EXPECT_FALSE(runs->has_value());
+}
+
+TEST(SlurmRest, AccountingOutageIsAnError) {
+  auto state = answering(503, "");
+  auto rest = fake_client(state, settings_for("http://127.0.0.1:6820", kToken));
+  auto runs = rest->accounting(5, /*retry=*/false);
+  ASSERT_FALSE(runs.ok());
+  EXPECT_TRUE(runs.error().retryable());
+}
+
 }  // namespace
 }  // namespace nodus::backend::slurm

@@ -1,0 +1,207 @@
+// Bills from Slurm's own records (issue 19 case 7), on the dev cluster with slurmdbd: a job
+// stopped while nobody supervised it, a job slurmctld forgot (MinJobAge), a requeued job's two
+// runs. Each bill is checked against what Slurm's accounting (sacct's data, read here through
+// slurmrestd's /slurmdb/ endpoint) says the job ran: within 1 s per run.
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "billing/catalog.h"
+#include "cluster.h"
+
+namespace nodus::backend::slurm {
+namespace {
+
+using namespace testing;
+using std::chrono::milliseconds;
+
+constexpr double kRate = 3600;  // $ per GPU-hour: $1 per GPU-second, so cost / gpus = seconds
+
+int64_t id_of(const JobRecord& job) { return std::stoll(job.backend_id); }
+
+// The job's finished runs in Slurm's accounting, once slurmdbd has every one of them ended
+// (`runs` of them); fails the test after 20 s.
+std::vector<SlurmJob> accounted(const SlurmSettings& settings, int64_t id, size_t runs) {
+  auto rest = cluster_client(settings);
+  std::vector<SlurmJob> last;
+  for (int i = 0; i < 200; ++i) {
+    auto got = rest->accounting(id);
+    EXPECT_TRUE(got.ok()) << got.error().message;
+    if (!got.ok()) return {};
+    EXPECT_TRUE(got->has_value()) << "the dev cluster serves no accounting";
+    if (!got->has_value()) return {};
+    last.clear();
+    for (const auto& r : **got)
+      if (r.start_time > 0 && r.end_time > 0) last.push_back(r);
+    if (last.size() >= runs && phase_of((**got).back().state) == Phase::kFinal) return last;
+    std::this_thread::sleep_for(milliseconds(100));
+  }
+  ADD_FAILURE() << "accounting of job " << id << " has " << last.size() << " ended runs, not "
+                << runs;
+  return last;
+}
+
+double seconds_of(const std::vector<SlurmJob>& runs) {
+  double total = 0;
+  for (const auto& r : runs) total += r.end_time - r.start_time;
+  return total;
+}
+
+std::optional<SlurmJob> running(RestClient& rest, int64_t id, double limit_s = 30) {
+  return poll_until(
+      rest, id, [](const SlurmJob& j) { return phase_of(j.state) == Phase::kRunning; }, limit_s);
+}
+
+// MinJobAge lowered for one test (slurm.conf + `scontrol reconfigure`), so that slurmctld forgets
+// finished jobs within seconds; restored afterwards. The slurm tests hold one lock, so no other
+// test runs meanwhile.
+class ShortMinJobAge {
+ public:
+  ShortMinJobAge() {
+    std::ifstream in(cluster().slurm_conf);
+    std::stringstream text;
+    text << in.rdbuf();
+    saved_ = text.str();
+    std::string changed = saved_;
+    auto at = changed.find("\nMinJobAge=");
+    if (at == std::string::npos) throw std::runtime_error("no MinJobAge in slurm.conf");
+    auto end = changed.find('\n', at + 1);
+    changed.replace(at, end - at, "\nMinJobAge=2");
+    write(changed);
+  }
+  ~ShortMinJobAge() { write(saved_); }
+
+ private:
+  void write(const std::string& text) {
+    std::ofstream(cluster().slurm_conf) << text;
+    EXPECT_EQ(slurm_command("scontrol reconfigure"), 0);
+  }
+  std::string saved_;
+};
+
+TEST(SlurmClusterAccounting, StopOfAnUnsupervisedJobIsBilledFromSlurmsTimes) {
+  REQUIRE_SLURM_CLUSTER();
+  JobDir dir;
+  auto settings = cluster_settings(dir);
+  JobRecord job = new_job({"sleep", "120"}, dir);
+  job.gpu_type = "H100";
+  job.gpu_count = 2;
+  job.rate_per_gpu_hour = kRate;
+  {
+    auto submitter = cluster_backend(settings);  // `nodus run --detach`, then its supervisor died
+    ASSERT_TRUE(submitter->submit(job, quiet()).ok());
+  }
+  job.state = JobState::kRunning;
+  auto rest = cluster_client(settings);
+  ASSERT_TRUE(running(*rest, id_of(job)));
+  std::this_thread::sleep_for(milliseconds(2500));
+  // What `nodus stop` does for a job nobody supervises: cancel it, then bill it from Slurm.
+  auto stopper = cluster_backend(settings);
+  ASSERT_TRUE(stopper->kill(job).ok());
+  auto refreshed = stopper->refresh(job);
+  ASSERT_TRUE(refreshed.ok()) << refreshed.error().message;
+  auto runs = accounted(settings, id_of(job), 1);
+  ASSERT_EQ(runs.size(), 1u);
+  double ran = seconds_of(runs);
+  EXPECT_GE(ran, 2);
+  EXPECT_GT(job.cost, 0);
+  EXPECT_NEAR(job.cost / 2, ran, 1.0) << "billed $" << job.cost << ", Slurm ran it " << ran << " s";
+  std::printf("stop of an unsupervised job: billed %.0f GPU-s; accounting %.0f s x 2 GPUs\n",
+              job.cost, ran);
+}
+
+TEST(SlurmClusterAccounting, AJobSlurmctldForgotIsBilledFromAccountingNotLost) {
+  REQUIRE_SLURM_CLUSTER();
+  ShortMinJobAge short_memory;
+  JobDir dir;
+  auto settings = cluster_settings(dir);
+  JobRecord job = new_job({"sleep", "3"}, dir);
+  job.gpu_type = "H100";
+  job.gpu_count = 4;
+  job.rate_per_gpu_hour = kRate;
+  ASSERT_TRUE(cluster_backend(settings)->submit(job, quiet()).ok());
+  job.state = JobState::kRunning;  // and its supervisor died
+  // Until slurmctld no longer knows it (MinJobAge=2 plus its purge interval).
+  auto rest = cluster_client(settings);
+  bool forgotten = false;
+  for (int i = 0; i < 600 && !forgotten; ++i) {
+    auto records = rest->job(id_of(job));
+    ASSERT_TRUE(records.ok()) << records.error().message;
+    forgotten = records->empty();
+    if (!forgotten) std::this_thread::sleep_for(milliseconds(100));
+  }
+  ASSERT_TRUE(forgotten) << "slurmctld still knows job " << job.backend_id << " after 60 s";
+  auto ps = cluster_backend(settings);
+  auto changed = ps->refresh(job);
+  ASSERT_TRUE(changed.ok()) << changed.error().message;
+  EXPECT_EQ(job.state, JobState::kCompleted) << job.note;
+  EXPECT_EQ(job.exit_code, 0);
+  auto runs = accounted(settings, id_of(job), 1);
+  ASSERT_EQ(runs.size(), 1u);
+  double ran = seconds_of(runs);
+  EXPECT_GE(ran, 2);
+  EXPECT_NEAR(job.cost / 4, ran, 1.0);
+  ASSERT_TRUE(job.started_at && job.ended_at);
+  EXPECT_NEAR(*job.started_at, runs[0].start_time, 1.0);
+  EXPECT_NEAR(*job.ended_at, runs[0].end_time, 1.0);
+  std::printf("job forgotten after MinJobAge: %s, billed %.0f GPU-s; accounting %.0f s x 4 GPUs\n",
+              std::string(to_string(job.state)).c_str(), job.cost, ran);
+}
+
+// Requeues the job once it has run `after`, and lets it start again at once (a requeued job
+// waits for a BeginTime 120 s away otherwise).
+void requeue_once(const SlurmSettings& settings, int64_t id, milliseconds after) {
+  auto rest = cluster_client(settings);
+  ASSERT_TRUE(running(*rest, id));
+  std::this_thread::sleep_for(after);
+  ASSERT_EQ(slurm_command("scontrol requeue " + std::to_string(id)), 0);
+  ASSERT_TRUE(poll_until(
+      *rest, id, [](const SlurmJob& j) { return phase_of(j.state) == Phase::kQueued; }, 30));
+  ASSERT_EQ(slurm_command("scontrol update jobid=" + std::to_string(id) + " starttime=now"), 0);
+}
+
+TEST(SlurmClusterAccounting, ARequeuedJobIsBilledForBothRuns) {
+  REQUIRE_SLURM_CLUSTER();
+  JobDir dir;
+  auto settings = cluster_settings(dir);
+  // Sleeps 3 s on each run: the requeue comes 2 s into the first.
+  JobRecord job = new_job({"sleep", "3"}, dir);
+  job.gpu_type = "L4";
+  job.gpu_count = 1;
+  job.rate_per_gpu_hour = kRate;
+  auto backend = cluster_backend(settings);
+  ASSERT_TRUE(backend->submit(job, quiet()).ok());
+  std::thread requeuer(requeue_once, settings, id_of(job), milliseconds(2000));
+  auto outcome = wait_to_end(*backend, job, 90);  // the supervisor's view, through the requeue
+  requeuer.join();
+  ASSERT_TRUE(outcome);
+  EXPECT_EQ(outcome->exit_code, 0);
+  auto runs = accounted(settings, id_of(job), 2);
+  ASSERT_EQ(runs.size(), 2u);
+  ASSERT_TRUE(outcome->billed_seconds);
+  EXPECT_NEAR(*outcome->billed_seconds, seconds_of(runs), 2.0);  // 1 s per run
+  EXPECT_GE(*outcome->billed_seconds, 4);
+  EXPECT_NEAR(outcome->started_at, runs[0].start_time, 1.0);
+  // Not the time queued between the runs.
+  EXPECT_LT(*outcome->billed_seconds, outcome->ended_at - outcome->started_at);
+
+  // `nodus ps` on the same job, unsupervised: the same two runs.
+  JobRecord seen = job;
+  seen.state = JobState::kRunning;
+  auto changed = cluster_backend(settings)->refresh(seen);
+  ASSERT_TRUE(changed.ok()) << changed.error().message;
+  EXPECT_EQ(seen.state, JobState::kCompleted);
+  EXPECT_NEAR(seen.cost, seconds_of(runs), 2.0);
+  std::printf(
+      "requeued job: runs of %.0f s and %.0f s in accounting; billed %.1f s (wait) and "
+      "%.1f s (ps)\n",
+      runs[0].end_time - runs[0].start_time, runs[1].end_time - runs[1].start_time,
+      *outcome->billed_seconds, seen.cost);
+}
+
+}  // namespace
+}  // namespace nodus::backend::slurm
