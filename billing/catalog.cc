@@ -60,7 +60,34 @@ bool contains_word(std::string_view name, std::string_view pattern) {
   return false;
 }
 
+// Every name an entry answers to, lower-case.
+std::vector<std::string> names_of(const PriceEntry& e) {
+  std::vector<std::string> names{to_lower(e.type)};
+  for (const auto& a : e.aliases) names.push_back(to_lower(a));
+  return names;
+}
+
 }  // namespace
+
+std::string PriceEntry::source_url() const {
+  return starts_with(source, "https://") || starts_with(source, "http://") ? source : std::string();
+}
+
+Catalog Catalog::merge(const Catalog& base, const Catalog& overlay) {
+  Catalog out;
+  out.origin_ = overlay.origin_ + " over " + base.origin_;
+  std::vector<std::string> replaced;
+  for (const auto& e : overlay.entries_)
+    for (auto& n : names_of(e)) replaced.push_back(std::move(n));
+  for (const auto& e : base.entries_) {
+    bool gone = false;
+    for (const auto& n : names_of(e))
+      gone |= std::find(replaced.begin(), replaced.end(), n) != replaced.end();
+    if (!gone) out.entries_.push_back(e);
+  }
+  for (const auto& e : overlay.entries_) out.entries_.push_back(e);
+  return out;
+}
 
 const PriceEntry* Catalog::find(std::string_view type_or_alias) const {
   std::string wanted = to_lower(type_or_alias);
@@ -118,14 +145,33 @@ Result<Catalog> Catalog::load(const std::string& path_or_url, const std::string&
 }
 
 Result<Catalog> Catalog::resolve(const std::optional<std::string>& flag,
-                                 const std::string& cache_dir) {
-  if (flag) return load(*flag, cache_dir);
-  if (auto env = config_env("prices")) {
+                                 const std::string& cache_dir, bool standalone) {
+  if (!standalone) {
+    if (auto only = config_env("prices_only")) {
+      if (*only != "1" && *only != "0")
+        return Error::permanent("NODUS_PRICES_ONLY: invalid value '" + *only +
+                                "': expected 1 or 0");
+      standalone = *only == "1";
+    }
+  }
+  std::optional<Catalog> user;
+  if (flag) {
+    auto catalog = load(*flag, cache_dir);
+    if (!catalog.ok()) return catalog.error();
+    user = std::move(*catalog);
+  } else if (auto env = config_env("prices")) {
     auto catalog = load(*env, cache_dir);
     if (!catalog.ok()) return Error::permanent(catalog.error().message + " (from NODUS_PRICES)");
-    return catalog;
+    user = std::move(*catalog);
   }
-  return builtin();
+  if (!user) {
+    if (standalone)
+      return Error::permanent(
+          "--prices-only: no catalog to stand alone; give --prices FILE|URL or NODUS_PRICES");
+    return builtin();
+  }
+  if (standalone) return *user;
+  return merge(builtin(), *user);
 }
 
 double cap_seconds(double max_cost, int gpus, double rate_per_gpu_hour) {

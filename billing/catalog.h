@@ -1,7 +1,8 @@
 #pragma once
 // Catalog is the price list: GPU types, their aliases, $/GPU-hour, where each price comes from
 // and when it was checked. The built-in catalog is billing/prices.json compiled into the binary;
-// --prices FILE|URL or NODUS_PRICES replaces it.
+// --prices FILE|URL or NODUS_PRICES merges over it (an entry replaces the built-in one it names),
+// or stands alone with --prices-only / NODUS_PRICES_ONLY=1.
 
 #include <optional>
 #include <string>
@@ -23,12 +24,16 @@ struct PriceEntry {
   std::string type;                  // canonical name, e.g. "H100-SXM"
   std::vector<std::string> aliases;  // e.g. "H100", "H100-80GB"
   double usd_per_gpu_hour = 0;       // 0 to kMaxUsdPerGpuHour
-  std::string source;                // URL or document the price comes from
-  std::string checked;               // date checked, YYYY-MM-DD
-  std::string via;   // where the source's numbers were read, when not the source itself
-  std::string note;  // which product the price is for ("8x instance, per GPU", a tier)
+  std::string source;   // URL or document the price comes from; "none" when it has no public one
+  std::string checked;  // date checked, YYYY-MM-DD
+  std::string via;      // where the source's numbers were read, when not the source itself
+  std::string note;     // which product the price is for ("8x instance, per GPU", a tier)
   // Substrings of the driver's device name that identify this type ("H100 80GB HBM3").
   std::vector<std::string> device_names;
+  std::string origin;  // the catalog it came from: "built-in", a path or a redacted URL
+
+  // The source when it is an http(s) URL, else "".
+  std::string source_url() const;
 };
 
 class Catalog {
@@ -41,9 +46,14 @@ class Catalog {
   // fetch fails the cached copy is used and a warning goes to stderr). Plain http:// is accepted
   // only for localhost and 127.0.0.1.
   static Result<Catalog> load(const std::string& path_or_url, const std::string& cache_dir);
-  // The catalog in force: `flag` (--prices) if given, else NODUS_PRICES, else builtin().
+  // The catalog in force: `flag` (--prices) if given, else NODUS_PRICES, merged over builtin()
+  // unless `standalone` (--prices-only) or NODUS_PRICES_ONLY=1; builtin() when neither is set.
   static Result<Catalog> resolve(const std::optional<std::string>& flag,
-                                 const std::string& cache_dir);
+                                 const std::string& cache_dir, bool standalone = false);
+  // `overlay` over `base`: each overlay entry replaces every base entry whose type or alias
+  // is its type or one of its aliases (case-insensitive); the rest of base stays, in order,
+  // and overlay's new types follow.
+  static Catalog merge(const Catalog& base, const Catalog& overlay);
 
   // Case-insensitive lookup by type or alias.
   const PriceEntry* find(std::string_view type_or_alias) const;

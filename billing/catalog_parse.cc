@@ -205,6 +205,7 @@ Result<Catalog> Catalog::parse(std::string_view json_text, const std::string& or
         return error_at(origin, reader.line(at),
                         "duplicate GPU name '" + name + "' (already used by " + it->second + ")");
     }
+    entry->origin = origin;
     catalog.entries_.push_back(std::move(*entry));
   }
   return catalog;

@@ -6,8 +6,8 @@
 
 namespace nodus::billing {
 
-// Columns TYPE, ALIASES, $/GPU-HOUR, SOURCE, CHECKED; JSON keys type, aliases (array),
-// usd_per_gpu_hour, source, checked. Rows in catalog order.
+// Columns TYPE, ALIASES, $/GPU-HOUR, SOURCE, CHECKED (and ORIGIN when a user catalog is merged
+// over the built-in one); json/csv keys in docs/output.md. Rows in catalog order.
 Table prices_table(const Catalog& catalog);
 
 // A rate as the catalog states it, to the hundredth of a cent: "$2.60", "$4.5396", "$0.7992".

@@ -24,8 +24,8 @@ struct ConfigCommand {
                  *k.default_value ? k.default_value : "-", k.meaning},
                 {{"key", k.key},
                  {"env", k.env},
-                 {"value", value},
-                 {"default", k.default_value},
+                 {"value", or_null(value)},
+                 {"default", or_null(std::string(k.default_value))},
                  {"meaning", k.meaning}});
     }
     print(t.render(f));

@@ -1,4 +1,6 @@
-// nodus cost: what was spent, by day and by GPU type.
+// nodus cost: what was spent, by day, GPU type, sweep or job name, over a time range.
+
+#include <ctime>
 
 #include "cli/args.h"
 #include "cli/common.h"
@@ -11,55 +13,151 @@ void reconcile(store::Store& store);
 
 namespace {
 
-Table spend_table(const std::vector<store::Store::SpendRow>& rows, const char* key,
-                  const char* header) {
-  Table t({{key, header},
-           {"jobs", "JOBS", true},
-           {"gpu_hours", "GPU-HOURS", true},
-           {"cost_usd", "COST", true}});
-  double jobs = 0, hours = 0, cost = 0;
-  char buf[32];
-  for (const auto& r : rows) {
+// --since / --until: a duration back from now (7d, 36h) or a local date YYYY-MM-DD (its
+// midnight). Returns unix seconds.
+Result<double> parse_time_bound(const std::string& text, const std::string& flag) {
+  int y = 0, m = 0, d = 0;
+  char tail = 0;
+  if (text.size() == 10 && std::sscanf(text.c_str(), "%4d-%2d-%2d%c", &y, &m, &d, &tail) == 3) {
+    std::tm tm{};
+    tm.tm_year = y - 1900;
+    tm.tm_mon = m - 1;
+    tm.tm_mday = d;
+    tm.tm_isdst = -1;
+    std::tm check = tm;
+    time_t t = std::mktime(&check);
+    if (t != -1 && check.tm_mday == d && check.tm_mon == m - 1) return static_cast<double>(t);
+  }
+  auto ago = parse_duration(text, flag);
+  if (!ago.ok())
+    return Error::permanent(flag + ": invalid value '" + text +
+                            "': expected a duration back from now (7d, 36h) or a date YYYY-MM-DD");
+  return unix_now() - ago->count() / 1000.0;
+}
+
+CLI::Validator time_bound_value() {
+  return CLI::Validator(
+      [](std::string& value) -> std::string {
+        auto r = parse_time_bound(value, "");
+        if (r.ok()) return "";
+        std::string msg = r.error().message;
+        return msg.substr(msg.find("invalid value"));
+      },
+      "", "");
+}
+
+// One grouping of `nodus cost`: the key column and how to read a spend row's key.
+struct Grouping {
+  const char* by;      // --by value
+  const char* key;     // json/csv key of the group column
+  const char* header;  // table header
+  const char* none;    // what an empty key means, for the table ("-" in the cell)
+};
+constexpr Grouping kGroupings[] = {
+    {"day", "day", "DAY", ""},
+    {"gpu", "gpu_type", "GPU TYPE", "no GPU"},
+    {"sweep", "sweep_id", "SWEEP", "not in a sweep"},
+    {"name", "name", "NAME", "unnamed"},
+};
+
+using Row = store::Store::SpendRow;
+
+// The listing of one grouping; `total` adds the human-only total line (never json or csv).
+Table spend_table(const Grouping& g, std::vector<Row> rows, bool total) {
+  using F = Field<Row>;
+  auto hours = [](const Row& r) {
+    char buf[32];
     std::snprintf(buf, sizeof buf, "%.2f", r.gpu_hours);
-    t.add_row({r.key, std::to_string(r.jobs), buf, format_usd(r.cost)},
-              {{key, r.key}, {"jobs", r.jobs}, {"gpu_hours", r.gpu_hours}, {"cost_usd", r.cost}});
+    return std::string(buf);
+  };
+  std::vector<F> fields = {
+      {{g.key, g.header},
+       [](const Row& r) { return r.key.empty() ? "-" : r.key; },
+       [](const Row& r) { return or_null(r.key); }},
+      {{"jobs", "JOBS", true},
+       [](const Row& r) { return std::to_string(r.jobs); },
+       [](const Row& r) { return nlohmann::json(r.jobs); }},
+      {{"gpu_hours", "GPU-HOURS", true},
+       hours,
+       [](const Row& r) { return nlohmann::json(r.gpu_hours); }},
+      {{"cost_usd", "COST", true},
+       [](const Row& r) { return format_usd(r.cost); },
+       [](const Row& r) { return nlohmann::json(r.cost); }},
+  };
+  if (total && !rows.empty()) {
+    Row sum{"total"};
+    for (const auto& r : rows) {
+      sum.jobs += r.jobs;
+      sum.gpu_hours += r.gpu_hours;
+      sum.cost += r.cost;
+    }
+    rows.push_back(sum);
+  }
+  return make_table(fields, rows);
+}
+
+nlohmann::json total_json(const std::vector<Row>& rows) {
+  int jobs = 0;
+  double hours = 0, cost = 0;
+  for (const auto& r : rows) {
     jobs += r.jobs;
     hours += r.gpu_hours;
     cost += r.cost;
   }
-  std::snprintf(buf, sizeof buf, "%.2f", hours);
-  if (!rows.empty())
-    t.add_row({"total", std::to_string(static_cast<int>(jobs)), buf, format_usd(cost)},
-              {{key, "total"}, {"jobs", jobs}, {"gpu_hours", hours}, {"cost_usd", cost}});
-  return t;
+  return {{"jobs", jobs}, {"gpu_hours", hours}, {"cost_usd", cost}};
 }
 
 struct CostCommand {
   std::string by;
   std::string since;
+  std::string until;
   std::string format = "table";
+
+  std::vector<Row> rows(store::Store& store, const Grouping& g, std::optional<double> from,
+                        std::optional<double> to) const {
+    std::string by_what = g.by;
+    if (by_what == "day") return store.spend_by_day(from, to);
+    if (by_what == "gpu") return store.spend_by_gpu(from, to, true);
+    if (by_what == "sweep") return store.spend_by_sweep(from, to);
+    return store.spend_by_name(from, to);
+  }
 
   int operator()() const {
     Format f = format_from(format);
-    if (!by.empty() && by != "day" && by != "gpu")
-      throw Fatal("--by: invalid value '" + by + "': expected day or gpu");
-    std::optional<double> from;
-    if (!since.empty())
-      from = unix_now() - value_or_throw(parse_duration(since, "--since")).count() / 1000.0;
+    std::optional<double> from, to;
+    if (!since.empty()) from = value_or_throw(parse_time_bound(since, "--since"));
+    if (!until.empty()) to = value_or_throw(parse_time_bound(until, "--until"));
+    if (from && to && *from >= *to)
+      throw Fatal("--since " + since + " --until " + until + ": the range is empty");
+    std::vector<const Grouping*> groupings;
+    for (const auto& g : kGroupings)
+      if (by.empty() ? (g.by == std::string("day") || g.by == std::string("gpu")) : by == g.by)
+        groupings.push_back(&g);
+    if (groupings.empty())
+      throw Fatal("--by: invalid value '" + by + "': expected day, gpu, sweep or name");
+
     auto store = open_store();
     reconcile(*store);
-    Table days = spend_table(store->spend_by_day(from), "day", "DAY");
-    Table gpus = spend_table(store->spend_by_gpu(from), "gpu_type", "GPU TYPE");
-    if (by == "day") return print(days.render(f)), 0;
-    if (by == "gpu") return print(gpus.render(f)), 0;
+    std::vector<std::vector<Row>> results;
+    for (const auto* g : groupings) results.push_back(rows(*store, *g, from, to));
+
     if (f == Format::kJson) {
-      print(dump_json(nlohmann::json{{"by_day", days.raw_rows()}, {"by_gpu", gpus.raw_rows()}}) +
-            "\n");
-    } else if (f == Format::kCsv) {
-      print(days.render(f));
-    } else {
-      print(days.render(f) + "\n" + gpus.render(f));
+      // An object: the groupings asked for, the range, and the totals beside (not among) rows.
+      nlohmann::json out = {{"schema_version", kSchemaVersion},
+                            {"since", or_null(from)},
+                            {"until", or_null(to)},
+                            {"total", total_json(results.front())}};
+      for (size_t i = 0; i < groupings.size(); ++i)
+        out[std::string("by_") + groupings[i]->by] =
+            spend_table(*groupings[i], results[i], false).raw_rows();
+      return print(dump_json(out) + "\n"), 0;
     }
+    if (f == Format::kCsv)  // one grouping: csv has one header
+      return print(spend_table(*groupings.front(), results.front(), false).render(f)), 0;
+    std::string text;
+    for (size_t i = 0; i < groupings.size(); ++i)
+      text += (i ? "\n" : "") + spend_table(*groupings[i], results[i], true).render(f);
+    print(text);
     return 0;
   }
 };
@@ -67,14 +165,21 @@ struct CostCommand {
 
 Command add_cost(CLI::App& app) {
   auto cmd = std::make_shared<CostCommand>();
-  CLI::App* sub = app.add_subcommand("cost", "spend by day and by GPU type");
-  set_examples(sub, {"nodus cost", "nodus cost --since 7d --by gpu", "nodus cost --format csv"});
-  sub->add_option("--by", cmd->by, "day or gpu (default: both; csv: day)")
-      ->type_name("day|gpu")
-      ->check(one_of({"day", "gpu"}));
-  sub->add_option("--since", cmd->since, "only jobs created in the last DURATION (7d, 24h)")
-      ->type_name("DURATION")
-      ->check(duration_value());
+  CLI::App* sub = app.add_subcommand("cost", "spend by day, GPU type, sweep or job name");
+  set_examples(sub, {"nodus cost", "nodus cost --since 7d --by gpu",
+                     "nodus cost --by sweep --since 2026-11-01 --until 2026-12-01",
+                     "nodus cost --by name --format csv"});
+  sub->add_option("--by", cmd->by, "day, gpu, sweep or name (default: day and gpu; csv: day)")
+      ->type_name("day|gpu|sweep|name")
+      ->check(one_of({"day", "gpu", "sweep", "name"}));
+  sub->add_option("--since", cmd->since,
+                  "only jobs started since DURATION ago (7d, 24h) or a date YYYY-MM-DD")
+      ->type_name("DURATION|DATE")
+      ->check(time_bound_value());
+  sub->add_option("--until", cmd->until,
+                  "only jobs started before DURATION ago or a date YYYY-MM-DD (its midnight)")
+      ->type_name("DURATION|DATE")
+      ->check(time_bound_value());
   add_format_flag(sub, cmd->format);
   return {sub, [cmd] { return (*cmd)(); }};
 }

@@ -2,6 +2,7 @@
 // utilization; from flags, or from a finished job's measured utilization.
 
 #include <cstdio>
+#include <cstdlib>
 
 #include "cli/args.h"
 #include "cli/common.h"
@@ -15,13 +16,33 @@ namespace nodus::cli {
 JobRecord find_job_or_throw(store::Store& store, const std::string& id);
 
 namespace {
+
+// --hours: a bare number is hours (24, 1.5); with a unit it is a duration as everywhere else
+// (1d, 90m, 1h30m).
+Result<double> parse_hours(const std::string& text) {
+  char* end = nullptr;
+  double h = std::strtod(text.c_str(), &end);
+  if (!text.empty() && end && *end == '\0') {
+    if (!(h > 0) || h > 1e6)
+      return Error::permanent("--hours: invalid value '" + text +
+                              "': expected hours above 0 (24, 1.5) or a duration (1d, 90m)");
+    return h;
+  }
+  auto d = parse_duration(text, "--hours");
+  if (!d.ok())
+    return Error::permanent("--hours: invalid value '" + text +
+                            "': expected hours (24, 1.5) or a duration (1d, 90m, 1h30m)");
+  return d->count() / 3'600'000.0;
+}
+
 struct EstimateCommand {
   std::string job;
   std::string gpu;
-  double hours = 0;
+  std::string hours;
   std::string util;
   std::vector<double> targets{60, 80, 95};
   std::string prices;
+  bool prices_only = false;
   std::string format = "table";
 
   int operator()() const {
@@ -30,7 +51,7 @@ struct EstimateCommand {
     in.targets = targets;
     std::string what;
     if (!job.empty()) {
-      if (!gpu.empty() || hours > 0 || !util.empty())
+      if (!gpu.empty() || !hours.empty() || !util.empty())
         throw Fatal(
             "estimate JOB takes its GPUs, hours and utilization from the job; drop "
             "--gpu/--hours/--util");
@@ -53,15 +74,15 @@ struct EstimateCommand {
       what =
           "job " + std::to_string(j.id) + ": " + std::to_string(j.gpu_count) + " x " + j.gpu_type;
     } else {
-      if (gpu.empty() || hours <= 0 || util.empty())
+      if (gpu.empty() || hours.empty() || util.empty())
         throw Fatal("estimate needs --gpu TYPE[:COUNT], --hours H and --util PCT, or a JOB id");
       auto req = value_or_throw(parse_gpu_request(gpu));
       if (req.none()) throw Fatal("--gpu none: an estimate needs a GPU type");
-      billing::Catalog catalog = load_catalog(prices);
+      billing::Catalog catalog = load_catalog(prices, prices_only);
       const auto* entry = value_or_throw(catalog.lookup(req.type));
       in.gpus = req.count;
       in.rate = entry->usd_per_gpu_hour;
-      in.hours = hours;
+      in.hours = value_or_throw(parse_hours(hours));
       in.util_pct = value_or_throw(parse_percent(util, "--util"));
       what = std::to_string(req.count) + " x " + entry->type;
     }
@@ -86,17 +107,24 @@ Command add_estimate(CLI::App& app) {
   sub->add_option("--gpu", cmd->gpu, "GPUs as TYPE[:COUNT]")
       ->type_name("TYPE[:COUNT]")
       ->check(gpu_value());
-  sub->add_option("--hours", cmd->hours, "wall time at the current utilization")
-      ->type_name("HOURS")
-      ->check(CLI::Range(1e-6, 1e6));
+  sub->add_option("--hours", cmd->hours,
+                  "wall time at the current utilization: hours (24) or a duration (1d, 90m)")
+      ->type_name("HOURS|DURATION")
+      ->check(CLI::Validator(
+          [](std::string& v) -> std::string {
+            auto r = parse_hours(v);
+            if (r.ok()) return "";
+            std::string msg = r.error().message;
+            return msg.substr(msg.find("invalid value"));
+          },
+          "", ""));
   sub->add_option("--util", cmd->util, "current GPU utilization, percent")
       ->type_name("PCT")
       ->check(percent_value());
   sub->add_option("--targets", cmd->targets, "utilizations to compare with")
       ->delimiter(',')
       ->capture_default_str();
-  sub->add_option("--prices", cmd->prices, "price catalog: a JSON file or an https URL")
-      ->type_name("FILE|URL");
+  add_prices_flags(sub, cmd->prices, cmd->prices_only);
   add_format_flag(sub, cmd->format);
   return {sub, [cmd] { return (*cmd)(); }};
 }

@@ -1,16 +1,23 @@
-// nodus logs JOB [-f]: the job's output, as it was printed (stdout and stderr interleaved).
+// nodus logs JOB [-f] [--tail N]: the job's output, as it was printed (stdout and stderr
+// interleaved).
 
 #include <fcntl.h>
 #include <poll.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
+#include <optional>
+#include <vector>
 
+#include "backend/local/log_streams.h"
 #include "cli/args.h"
 #include "cli/common.h"
 #include "core/error.h"
+#include "core/parse.h"
 #include "core/text.h"
+#include "engine/supervisor.h"
 #include "store/store.h"
 
 namespace nodus::cli {
@@ -29,13 +36,129 @@ JobRecord find_job_or_throw(store::Store& store, const std::string& id) {
 
 namespace {
 
+// Offset in the log from which its last `lines` lines start: reads backwards in blocks, so a
+// multi-gigabyte log costs only what is printed. A last line without a newline counts.
+off_t tail_offset(int fd, long lines) {
+  struct stat st {};
+  if (fstat(fd, &st) != 0 || st.st_size == 0) return 0;
+  off_t end = st.st_size;
+  char last = 0;
+  if (pread(fd, &last, 1, end - 1) == 1 && last == '\n') --end;  // the final newline ends a line
+  long seen = 0;
+  char buf[65536];
+  for (off_t pos = end; pos > 0;) {
+    off_t start = pos > static_cast<off_t>(sizeof buf) ? pos - static_cast<off_t>(sizeof buf) : 0;
+    ssize_t n = pread(fd, buf, static_cast<size_t>(pos - start), start);
+    if (n <= 0) return 0;
+    for (ssize_t i = n - 1; i >= 0; --i)
+      if (buf[i] == '\n' && ++seen == lines) return start + i + 1;
+    pos = start;
+  }
+  return 0;
+}
+
+using backend::local::StreamSpan;
+using Ranges = std::vector<std::pair<uint64_t, uint64_t>>;
+
+// Log offset from which the last `lines` lines of the bytes in `ranges` start (as tail_offset,
+// over the selected ranges only).
+uint64_t tail_start(int fd, const Ranges& ranges, long lines) {
+  if (ranges.empty()) return 0;
+  if (lines == 0) return ranges.back().second;
+  long seen = 0;
+  bool last_byte = true;
+  char buf[65536];
+  for (auto it = ranges.rbegin(); it != ranges.rend(); ++it) {
+    for (uint64_t pos = it->second; pos > it->first;) {
+      uint64_t start = pos - std::min<uint64_t>(pos - it->first, sizeof buf);
+      ssize_t n = pread(fd, buf, pos - start, static_cast<off_t>(start));
+      if (n <= 0) return it->first;
+      for (ssize_t i = n - 1; i >= 0; --i) {
+        bool newline = buf[i] == '\n' && !last_byte;  // a final newline ends the last line
+        last_byte = false;
+        if (newline && ++seen == lines) return start + static_cast<uint64_t>(i) + 1;
+      }
+      pos = start;
+    }
+  }
+  return 0;
+}
+
+// Prints log[begin, end) with pread.
+void print_range(int fd, uint64_t begin, uint64_t end) {
+  char buf[65536];
+  while (begin < end) {
+    ssize_t n =
+        pread(fd, buf, std::min<uint64_t>(sizeof buf, end - begin), static_cast<off_t>(begin));
+    if (n <= 0) return;
+    print(std::string(buf, static_cast<size_t>(n)));
+    begin += static_cast<uint64_t>(n);
+  }
+}
+
 struct LogsCommand {
   std::string id;
   bool follow = false;
+  long tail = -1;
+  std::string stream = "all";
+  std::string since;
+
+  // --stream or --since: the log read through its stream index (backend/local/log_streams.h).
+  int by_index(store::Store& store, JobRecord job) const {
+    const std::string index = backend::local::stream_index_path(job.log_path);
+    std::vector<StreamSpan> spans;
+    if (!backend::local::read_stream_index(index, spans))
+      throw Fatal("job " + std::to_string(job.id) + ": --stream and --since need the log's " +
+                  "stream index, and it has none (" +
+                  (job.backend != "local" ? "jobs on " + job.backend + " have one log"
+                                          : "it ran before nodus kept one") +
+                  "); nodus logs " + std::to_string(job.id) + " prints the whole log");
+    int fd = open(job.log_path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0)
+      throw Fatal("cannot read the log of job " + std::to_string(job.id) + ": " + job.log_path +
+                  ": " + std::strerror(errno));
+    const int want = stream == "stdout" ? 0 : stream == "stderr" ? 1 : -1;
+    std::optional<double> cutoff;
+    if (!since.empty())
+      cutoff = unix_now() - value_or_throw(parse_duration(since, "--since")).count() / 1000.0;
+    auto selected = [&](const StreamSpan& s) {
+      return (want < 0 || s.stream == want) && (!cutoff || s.time >= *cutoff);
+    };
+    uint64_t pos = 0;  // the log is printed or skipped up to here
+    if (tail >= 0) {
+      Ranges ranges;
+      for (const auto& s : spans)
+        if (selected(s) && s.end > s.begin) ranges.emplace_back(s.begin, s.end);
+      pos = tail_start(fd, ranges, tail);
+    }
+    for (bool last = !follow;;) {
+      for (const auto& s : spans) {
+        if (s.end <= pos) continue;
+        if (selected(s)) print_range(fd, std::max(s.begin, pos), s.end);
+        pos = s.end;
+      }
+      if (last) break;
+      std::fflush(stdout);
+      poll(nullptr, 0, 200);
+      auto now = store.job(job.id);
+      if (!now || is_final(now->state)) {
+        if (now) job = *now;
+        last = true;  // one more pass: output indexed just before the job ended
+      }
+      backend::local::read_stream_index(index, spans);
+    }
+    close(fd);
+    if (follow) {
+      std::fflush(stdout);
+      return engine::exit_status_for(job);
+    }
+    return 0;
+  }
 
   int operator()() const {
     auto store = open_store();
     JobRecord job = find_job_or_throw(*store, id);
+    if (stream != "all" || !since.empty()) return by_index(*store, job);
     int fd = open(job.log_path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
     if (fd < 0 && !(follow && errno == ENOENT)) {
       if (job.backend != "local")
@@ -44,6 +167,10 @@ struct LogsCommand {
                     " on the cluster's file system, not readable here");
       throw Fatal("cannot read the log of job " + std::to_string(job.id) + ": " + job.log_path +
                   ": " + std::strerror(errno));
+    }
+    if (fd >= 0 && tail >= 0) {
+      off_t from = tail == 0 ? lseek(fd, 0, SEEK_END) : tail_offset(fd, tail);
+      lseek(fd, from, SEEK_SET);
     }
     char buf[65536];
     for (;;) {
@@ -60,11 +187,17 @@ struct LogsCommand {
         // One more read: output written just before the job ended.
         while (fd >= 0 && (n = read(fd, buf, sizeof buf)) > 0)
           print(std::string(buf, static_cast<size_t>(n)));
+        if (now) job = *now;
         break;
       }
       poll(nullptr, 0, 200);
     }
     if (fd >= 0) close(fd);
+    // Following a job to its end is waiting for it: exit as `nodus run` would have.
+    if (follow) {
+      std::fflush(stdout);
+      return engine::exit_status_for(job);
+    }
     return 0;
   }
 };
@@ -73,9 +206,23 @@ struct LogsCommand {
 Command add_logs(CLI::App& app) {
   auto cmd = std::make_shared<LogsCommand>();
   CLI::App* sub = app.add_subcommand("logs", "print a job's output");
-  set_examples(sub, {"nodus logs 42", "nodus logs -f resnet"});
+  set_examples(sub, {"nodus logs 42", "nodus logs -f resnet", "nodus logs 42 --tail 20",
+                     "nodus logs 42 --stream stderr --since 10m"});
   sub->add_option("job", cmd->id, "job id or name")->type_name("JOB")->required();
-  sub->add_flag("-f,--follow", cmd->follow, "keep printing until the job ends");
+  sub->add_flag("-f,--follow", cmd->follow,
+                "keep printing until the job ends; exit with the job's exit status");
+  sub->add_option("-n,--tail", cmd->tail, "only the last N lines (then follow with -f)")
+      ->type_name("N")
+      ->check(CLI::Range(0L, 1000000000L));
+  sub->add_option("--stream", cmd->stream,
+                  "stdout, stderr, or all (default: both, in the order they were printed)")
+      ->type_name("stdout|stderr|all")
+      ->check(one_of({"stdout", "stderr", "all"}))
+      ->capture_default_str();
+  sub->add_option("--since", cmd->since,
+                  "only output printed in the last DURATION (30s, 10m; to the second)")
+      ->type_name("DURATION")
+      ->check(duration_value());
   return {sub, [cmd] { return (*cmd)(); }};
 }
 

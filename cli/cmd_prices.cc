@@ -10,10 +10,11 @@ namespace nodus::cli {
 namespace {
 struct PricesCommand {
   std::string prices;
+  bool prices_only = false;
   std::string format = "table";
   int operator()() const {
     Format f = format_from(format);
-    billing::Catalog catalog = load_catalog(prices);
+    billing::Catalog catalog = load_catalog(prices, prices_only);
     print(billing::prices_table(catalog).render(f));
     if (f == Format::kTable) std::fprintf(stderr, "nodus: catalog: %s\n", catalog.origin().c_str());
     return 0;
@@ -25,8 +26,7 @@ Command add_prices(CLI::App& app) {
   auto cmd = std::make_shared<PricesCommand>();
   CLI::App* sub = app.add_subcommand("prices", "list the GPU price catalog");
   set_examples(sub, {"nodus prices", "nodus prices --prices my-prices.json --format json"});
-  sub->add_option("--prices", cmd->prices, "price catalog: a JSON file or an https URL")
-      ->type_name("FILE|URL");
+  add_prices_flags(sub, cmd->prices, cmd->prices_only);
   add_format_flag(sub, cmd->format);
   return {sub, [cmd] { return (*cmd)(); }};
 }

@@ -1,7 +1,14 @@
 // nodus report SWEEP|JOB [-o FILE]: a self-contained HTML page with charts (or --format md, a
 // Markdown summary), for a pull request or a chat.
 
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cctype>
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
+#include <filesystem>
 #include <fstream>
 
 #include "cli/args.h"
@@ -9,6 +16,7 @@
 #include "cli/job_views.h"
 #include "cli/sweep_results.h"
 #include "cli/sweep_views.h"
+#include "core/config.h"
 #include "core/error.h"
 #include "report/report.h"
 #include "sweep/grid.h"
@@ -130,6 +138,34 @@ report::ReportData job_report(store::Store& store, const JobRecord& job) {
   return d;
 }
 
+// Creates stem.ext in the current folder (stem-2.ext, ... when taken) with `text`; its path.
+std::string write_new_file(const std::string& stem, const std::string& ext,
+                           const std::string& text) {
+  std::string safe;
+  for (char c : stem) safe += std::isalnum(static_cast<unsigned char>(c)) || c == '-' ? c : '_';
+  for (int n = 1; n < 1000; ++n) {
+    std::string path = safe + (n == 1 ? "" : "-" + std::to_string(n)) + ext;
+    int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    if (fd < 0 && errno == EEXIST) continue;
+    if (fd < 0) throw Fatal("cannot write the report to '" + path + "': " + std::strerror(errno));
+    bool ok = true;
+    for (size_t done = 0; ok && done < text.size();) {
+      ssize_t n = ::write(fd, text.data() + done, text.size() - done);
+      if (n < 0 && errno == EINTR) continue;
+      ok = n > 0;
+      if (ok) done += static_cast<size_t>(n);
+    }
+    ::close(fd);
+    if (!ok) throw Fatal("cannot write the report to '" + path + "': " + std::strerror(errno));
+    std::error_code ec;
+    auto abs = std::filesystem::absolute(path, ec);
+    return ec ? path : abs.string();
+  }
+  throw Fatal("cannot write the report: " + safe + ext +
+              " and 998 numbered names are taken; "
+              "give -o FILE");
+}
+
 struct ReportCommand {
   std::string id;
   std::string output;
@@ -152,7 +188,15 @@ struct ReportCommand {
       throw Fatal("unknown job or sweep '" + id + "': see nodus ps -a and nodus sweeps");
     }
     std::string text = format == "md" ? report::render_markdown(data) : report::render_html(data);
-    if (output.empty() || output == "-") return print(text), 0;
+    if (output == "-" || (output.empty() && (format == "md" || !is_tty(STDOUT_FILENO))))
+      return print(text), 0;
+    if (output.empty()) {
+      // HTML on a terminal is noise: write it next to the user instead, never over a file.
+      std::string path = write_new_file("nodus-report-" + id, ".html", text);
+      std::fprintf(stderr, "nodus: wrote %zu bytes; open it in a browser:\n", text.size());
+      print(path + "\n");
+      return 0;
+    }
     std::ofstream out(output, std::ios::binary | std::ios::trunc);
     if (!out || !(out << text) || !out.flush()) throw Fatal("-o: cannot write '" + output + "'");
     std::fprintf(stderr, "nodus: wrote %s (%zu bytes)\n", output.c_str(), text.size());
@@ -169,7 +213,10 @@ Command add_report(CLI::App& app) {
   sub->add_option("id", cmd->id, "sweep id (s3) or name, or job id or name")
       ->type_name("SWEEP|JOB")
       ->required();
-  sub->add_option("-o,--output", cmd->output, "file to write (default: stdout)")->type_name("FILE");
+  sub->add_option(
+         "-o,--output", cmd->output,
+         "file to write (default: stdout; html on a terminal: a new file here, its path printed)")
+      ->type_name("FILE");
   sub->add_option("--format", cmd->format, "html or md")
       ->type_name("html|md")
       ->check(one_of({"html", "md"}))

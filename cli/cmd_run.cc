@@ -3,10 +3,12 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstdlib>
 
 #include "backend/backend.h"
 #include "cli/args.h"
 #include "cli/common.h"
+#include "cli/live_status.h"
 #include "core/config.h"
 #include "core/error.h"
 #include "core/parse.h"
@@ -24,10 +26,10 @@ struct RunCommand {
 
   int operator()() const {
     engine::JobRequest request = to_request(flags);
-    // A CPU-only job has no rate: not parsing the catalog keeps its launch short.
+    // A CPU-only job has no catalog rate: not parsing the catalog keeps its launch short.
     billing::Catalog catalog = request.gpu.none() && flags.prices.empty()
                                    ? billing::Catalog()
-                                   : load_catalog(flags.prices);
+                                   : load_catalog(flags.prices, flags.prices_only);
     std::optional<engine::Inventory> inventory;
     if (request.backend == "local" && !request.gpu.none()) inventory = local_inventory(catalog);
     JobRecord job = engine::build_job(request, catalog, inventory ? &*inventory : nullptr);
@@ -57,7 +59,9 @@ struct RunCommand {
     run.options = request.supervise;
     run.env = request.env;
     run.signals = &signals;
+    LiveStatus status(job, !std::getenv("CI"));
     int rc = supervisor.run(job, run);
+    status.stop();
     std::fprintf(
         stderr, "nodus: job %lld %s after %s, cost %s%s\n", static_cast<long long>(job.id),
         std::string(to_string(job.state)).c_str(),

@@ -24,7 +24,7 @@ std::string opt_usd(const std::optional<double>& v) { return v ? format_usd(*v) 
 void print_job(store::Store& store, const JobRecord& job, Format format) {
   auto stats = store.stats(job.id);
   nlohmann::json j = job_json(job);
-  j["stats"] = stats ? stats->values : nlohmann::json::object();
+  j["stats"] = stats ? stats_json(stats->values) : nlohmann::json::object();
   if (format == Format::kJson) return print(dump_json(j) + "\n");
 
   Table t({{"field", "FIELD"}, {"value", "VALUE"}});

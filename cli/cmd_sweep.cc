@@ -126,7 +126,7 @@ struct SweepCommand {
       throw Fatal("--parallel: invalid value '" + std::to_string(f.parallel) +
                   "': expected 1 or more");
 
-    billing::Catalog catalog = load_catalog(f.run.prices);
+    billing::Catalog catalog = load_catalog(f.run.prices, f.run.prices_only);
     std::optional<engine::Inventory> inventory;
     if (request.backend == "local" && !request.gpu.none()) inventory = local_inventory(catalog);
     JobRecord base = engine::build_job(request, catalog, inventory ? &*inventory : nullptr);

@@ -48,7 +48,7 @@ struct SweepsCommand {
                  std::to_string(total), std::to_string(completed), std::to_string(failed),
                  format_usd(cost), s.budget ? format_usd(*s.budget) : "-", ago(s.created_at), cmd},
                 {{"id", "s" + std::to_string(s.id)},
-                 {"name", s.name},
+                 {"name", or_null(s.name)},
                  {"state", s.state},
                  {"cells", total},
                  {"completed", completed},
@@ -56,7 +56,7 @@ struct SweepsCommand {
                  {"cost_usd", cost},
                  {"budget_usd", s.budget ? nlohmann::json(*s.budget) : nlohmann::json()},
                  {"created_at", s.created_at},
-                 {"command", command_line(s.argv)}});
+                 {"command", s.argv}});
     }
     print(t.render(f));
     return 0;

@@ -1,5 +1,6 @@
 #include "cli/common.h"
 
+#include <algorithm>
 #include <cstdio>
 
 #include "backend/local/inventory.h"
@@ -50,8 +51,16 @@ void add_run_flags(CLI::App* sub, RunFlags& f) {
   sub->add_option("--backend", f.backend, "local or slurm (default $NODUS_BACKEND or local)")
       ->type_name("local|slurm")
       ->check(one_of({"local", "slurm"}));
-  sub->add_option("--prices", f.prices, "price catalog: a JSON file or an https URL")
-      ->type_name("FILE|URL");
+  add_prices_flags(sub, f.prices, f.prices_only);
+  sub->add_option("--rate", f.rate,
+                  "the USD per hour actually paid, instead of the catalog's (per GPU; the whole "
+                  "box with --rate-per box)")
+      ->type_name("USD_PER_HOUR")
+      ->check(usd_value());
+  sub->add_option("--rate-per", f.rate_per, "what --rate is for: gpu or box")
+      ->type_name("gpu|box")
+      ->check(one_of({"gpu", "box"}))
+      ->capture_default_str();
   sub->add_flag("--no-wait", f.no_wait, "fail instead of waiting when the GPUs are busy");
   sub->add_option("--sample-interval", f.sample_interval, "telemetry sampling period (>= 50ms)")
       ->type_name("DURATION")
@@ -98,6 +107,22 @@ engine::JobRequest to_request(const RunFlags& f) {
   for (const auto& kv : f.env) r.env.insert(value_or_throw(parse_env_assignment(kv)));
   r.workdir = f.workdir;
   r.image = f.image;
+  if (!f.rate.empty()) {
+    r.rate = value_or_throw(parse_usd(f.rate, "--rate"));
+    r.rate_per_box = f.rate_per == "box";
+    double most = billing::kMaxUsdPerGpuHour * (r.rate_per_box ? std::max(1, r.gpu.count) : 1);
+    if (*r.rate > most)
+      throw Fatal("--rate: invalid value '" + f.rate + "': at most " + format_usd(most) +
+                  (r.rate_per_box ? " for the box" : " per GPU-hour"));
+  } else if (f.rate_per != "gpu") {
+    throw Fatal("--rate-per " + f.rate_per + ": give the rate with --rate USD_PER_HOUR");
+  }
+  if (auto box = config_env("local_usd_per_hour")) {
+    r.box_rate = value_or_throw(parse_usd(*box, "NODUS_LOCAL_USD_PER_HOUR"));
+    if (*r.box_rate > billing::kMaxUsdPerGpuHour)
+      throw Fatal("NODUS_LOCAL_USD_PER_HOUR: invalid value '" + *box + "': at most " +
+                  format_usd(billing::kMaxUsdPerGpuHour));
+  }
   r.supervise.sample_interval =
       value_or_throw(parse_duration(f.sample_interval, "--sample-interval"));
   if (r.supervise.sample_interval < Millis(50))
@@ -126,10 +151,18 @@ std::unique_ptr<store::Store> open_store() {
   return store::Store::open(store::Store::default_path());
 }
 
-billing::Catalog load_catalog(const std::string& prices_flag) {
+billing::Catalog load_catalog(const std::string& prices_flag, bool prices_only) {
   std::optional<std::string> flag;
   if (!prices_flag.empty()) flag = prices_flag;
-  return value_or_throw(billing::Catalog::resolve(flag, nodus_home() + "/cache"));
+  return value_or_throw(billing::Catalog::resolve(flag, nodus_home() + "/cache", prices_only));
+}
+
+void add_prices_flags(CLI::App* sub, std::string& prices, bool& prices_only) {
+  sub->add_option("--prices", prices,
+                  "price catalog merged over the built-in one: a JSON file or an https URL")
+      ->type_name("FILE|URL");
+  sub->add_flag("--prices-only", prices_only,
+                "use the --prices (or NODUS_PRICES) catalog alone, without the built-in entries");
 }
 
 engine::Inventory local_inventory(const billing::Catalog& catalog) {

@@ -38,6 +38,7 @@ Command add_report(CLI::App& app);
 Command add_config(CLI::App& app);
 Command add_supervise(CLI::App& app);
 Command add_gpus(CLI::App& app);
+Command add_completion(CLI::App& app);
 
 // Flags shared by `run` and `sweep`, as typed; to_request() validates them.
 struct RunFlags {
@@ -51,6 +52,9 @@ struct RunFlags {
   std::string image;
   std::string backend;
   std::string prices;
+  bool prices_only = false;
+  std::string rate;              // --rate USD_PER_HOUR
+  std::string rate_per = "gpu";  // --rate-per gpu|box
   bool no_wait = false;
   std::string sample_interval = "1s";
   std::string min_util;
@@ -70,7 +74,10 @@ std::vector<std::string> job_command();
 engine::JobRequest to_request(const RunFlags& flags);
 
 std::unique_ptr<store::Store> open_store();
-billing::Catalog load_catalog(const std::string& prices_flag);
+// --prices merged over the built-in catalog, or alone with --prices-only (or NODUS_PRICES_ONLY).
+billing::Catalog load_catalog(const std::string& prices_flag, bool prices_only = false);
+// Adds --prices and --prices-only.
+void add_prices_flags(CLI::App* sub, std::string& prices, bool& prices_only);
 // The local GPU inventory, needed only when a job asks for GPUs.
 engine::Inventory local_inventory(const billing::Catalog& catalog);
 

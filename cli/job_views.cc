@@ -35,8 +35,9 @@ nlohmann::json job_json(const JobRecord& job) {
   nlohmann::json env = nlohmann::json::object();
   for (const auto& [k, v] : job.env) env[k] = redact_env_value(k, v);
   return {
+      {"schema_version", kSchemaVersion},
       {"id", job.id},
-      {"name", job.name},
+      {"name", or_null(job.name)},
       {"state", std::string(to_string(job.state))},
       {"backend", job.backend},
       {"backend_id", job.backend_id},
@@ -62,45 +63,89 @@ nlohmann::json job_json(const JobRecord& job) {
       {"cost_usd", live_cost(job)},
       {"log_path", job.log_path},
       {"note", job.note},
-      {"sweep_id", opt(job.sweep_id)},
-      {"cell_index", job.sweep_id ? nlohmann::json(job.cell_index) : nlohmann::json()},
+      {"sweep_id",
+       job.sweep_id ? nlohmann::json("s" + std::to_string(*job.sweep_id)) : nlohmann::json()},
+      // Numbered from 1, as in `show SWEEP` and the job's name.
+      {"cell", job.sweep_id ? nlohmann::json(job.cell_index + 1) : nlohmann::json()},
       {"params", job.params},
   };
 }
 
-Table jobs_table(const std::vector<JobRecord>& jobs) {
-  Table t({{"id", "ID", true},
-           {"name", "NAME"},
-           {"state", "STATE"},
-           {"gpu", "GPU"},
-           {"created_at", "CREATED"},
-           {"wall_s", "WALL", true},
-           {"cost_usd", "COST", true},
-           {"exit_code", "EXIT", true},
-           {"command", "COMMAND"}});
-  for (const auto& job : jobs) {
-    std::string cmd = command_line(job.argv);
-    if (cmd.size() > 48) cmd = cmd.substr(0, 45) + "...";
-    auto j = job_json(job);
-    nlohmann::json raw = {{"id", job.id},
-                          {"name", job.name},
-                          {"state", j["state"]},
-                          {"gpu", gpu_label(job)},
-                          {"created_at", job.created_at},
-                          {"wall_s", j["wall_s"]},
-                          {"cost_usd", j["cost_usd"]},
-                          {"exit_code", j["exit_code"]},
-                          {"command", command_line(job.argv)}};
-    t.add_row(
-        {std::to_string(job.id), job.name.empty() ? "-" : job.name, j["state"].get<std::string>(),
-         gpu_label(job), ago(job.created_at),
-         job.started_at ? format_duration(Millis(static_cast<long long>(wall_seconds(job) * 1000)))
-                        : "-",
-         format_usd(j["cost_usd"].get<double>()),
-         job.exit_code ? std::to_string(*job.exit_code) : "-", cmd},
-        raw);
+nlohmann::json stats_json(const nlohmann::json& stored) {
+  if (!stored.is_object()) return nlohmann::json::object();
+  nlohmann::json out = stored;
+  // The store keeps utilization in percent and CPU in percent of one core (what the sampler
+  // reads); json speaks fractions 0-1 and cores (docs/output.md).
+  for (const char* key : {"util_mean", "util_median", "util_stddev", "util_mean_job"})
+    if (out.contains(key) && out[key].is_number()) out[key] = out[key].get<double>() / 100.0;
+  for (auto [from, to] : {std::pair{"cpu_percent_mean", "cpu_cores_mean"},
+                          std::pair{"max_process_cpu", "max_process_cores"}}) {
+    if (!out.contains(from)) continue;
+    if (out[from].is_number()) out[to] = out[from].get<double>() / 100.0;
+    out.erase(from);
   }
-  return t;
+  return out;
+}
+
+Table jobs_table(const std::vector<JobRecord>& jobs) {
+  using F = Field<JobRecord>;
+  auto wall_text = [](const JobRecord& j) {
+    return j.started_at ? format_duration(Millis(static_cast<long long>(wall_seconds(j) * 1000)))
+                        : std::string("-");
+  };
+  static const std::vector<F> fields = {
+      {{"id", "ID", true},
+       [](auto& j) { return std::to_string(j.id); },
+       [](auto& j) { return nlohmann::json(j.id); }},
+      {{"name", "NAME"},
+       [](auto& j) { return j.name.empty() ? "-" : j.name; },
+       [](auto& j) { return or_null(j.name); }},
+      {{"state", "STATE"},
+       [](auto& j) { return std::string(to_string(j.state)); },
+       [](auto& j) { return nlohmann::json(std::string(to_string(j.state))); }},
+      {{"gpu", "GPU"},
+       [](auto& j) { return gpu_label(j); },
+       [](auto& j) { return j.gpu_count ? nlohmann::json(gpu_label(j)) : nlohmann::json(); }},
+      {{"gpu_type", "GPU TYPE", false, Show::kMachine},
+       nullptr,
+       [](auto& j) { return or_null(j.gpu_type); }},
+      {{"gpu_count", "GPUS", true, Show::kMachine},
+       nullptr,
+       [](auto& j) { return nlohmann::json(j.gpu_count); }},
+      {{"created_at", "CREATED"},
+       [](auto& j) { return ago(j.created_at); },
+       [](auto& j) { return nlohmann::json(j.created_at); }},
+      {{"started_at", "STARTED", false, Show::kMachine},
+       nullptr,
+       [](auto& j) { return or_null(j.started_at); }},
+      {{"ended_at", "ENDED", false, Show::kMachine},
+       nullptr,
+       [](auto& j) { return or_null(j.ended_at); }},
+      {{"wall_s", "WALL", true},
+       wall_text,
+       [](auto& j) { return nlohmann::json(wall_seconds(j)); }},
+      {{"cost_usd", "COST", true},
+       [](auto& j) { return format_usd(live_cost(j)); },
+       [](auto& j) { return nlohmann::json(live_cost(j)); }},
+      {{"max_cost_usd", "MAX COST", true, Show::kMachine},
+       nullptr,
+       [](auto& j) { return or_null(j.max_cost); }},
+      {{"exit_code", "EXIT", true},
+       [](auto& j) { return j.exit_code ? std::to_string(*j.exit_code) : "-"; },
+       [](auto& j) { return or_null(j.exit_code); }},
+      {{"sweep_id", "SWEEP", false, Show::kMachine},
+       nullptr,
+       [](auto& j) {
+         return j.sweep_id ? nlohmann::json("s" + std::to_string(*j.sweep_id)) : nlohmann::json();
+       }},
+      {{"command", "COMMAND"},
+       [](auto& j) {
+         std::string cmd = command_line(j.argv);
+         return cmd.size() > 48 ? cmd.substr(0, 45) + "..." : cmd;
+       },
+       [](auto& j) { return nlohmann::json(j.argv); }},
+  };
+  return make_table(fields, jobs);
 }
 
 }  // namespace nodus::cli

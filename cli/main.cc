@@ -23,12 +23,14 @@ int main(int argc, char** argv) {
   CLI::App app{"nodus: run GPU jobs with hard cost caps, sweep them, and see what idle GPUs cost"};
   app.formatter(std::make_shared<cli::HelpFormatter>());  // inherited by every subcommand
   app.set_version_flag("--version", "nodus 0.1.0");
+  // Every subcommand's options on one page: what help2man turns into the man page.
+  app.set_help_all_flag("--help-all", "print help for every command");
   app.require_subcommand(1);
   std::vector<cli::Command> commands = {
-      cli::add_run(app),    cli::add_sweep(app),     cli::add_ps(app),     cli::add_show(app),
-      cli::add_logs(app),   cli::add_stop(app),      cli::add_sweeps(app), cli::add_cost(app),
-      cli::add_prices(app), cli::add_estimate(app),  cli::add_report(app), cli::add_config(app),
-      cli::add_gpus(app),   cli::add_supervise(app),
+      cli::add_run(app),    cli::add_sweep(app),     cli::add_ps(app),         cli::add_show(app),
+      cli::add_logs(app),   cli::add_stop(app),      cli::add_sweeps(app),     cli::add_cost(app),
+      cli::add_prices(app), cli::add_estimate(app),  cli::add_report(app),     cli::add_config(app),
+      cli::add_gpus(app),   cli::add_supervise(app), cli::add_completion(app),
   };
   cli::harden(app);
   try {

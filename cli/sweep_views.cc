@@ -22,9 +22,10 @@ void print_sweep(store::Store& store, const store::SweepRecord& sweep, const std
   if (format == Format::kJson) {
     auto best = sweep::best_cell(results.cells);
     nlohmann::json out = {
+        {"schema_version", kSchemaVersion},
         {"sweep",
          {{"id", "s" + std::to_string(sweep.id)},
-          {"name", sweep.name},
+          {"name", or_null(sweep.name)},
           {"state", sweep.state},
           {"command", sweep.argv},
           {"params", sweep.definition.value("params", nlohmann::json::array())},
@@ -33,7 +34,7 @@ void print_sweep(store::Store& store, const store::SweepRecord& sweep, const std
           {"created_at", sweep.created_at}}},
         {"cells", table.raw_rows()},
         {"best_cell", best ? nlohmann::json(results.cells[*best].index) : nlohmann::json()},
-        {"summary", summary}};
+        {"summary", or_null(summary)}};
     return print(dump_json(out) + "\n");
   }
   print(table.render(format));

@@ -3,17 +3,20 @@
 // final bill, a live job's cost so far, a dead supervisor's bill, spend reports, a sweep's
 // worst case and progress line) calls these, so they cannot drift apart. In core because store/
 // bills jobs too and may not depend on billing/.
+//
+// A job without GPUs is billed as one unit: its rate is then the machine's hourly rate
+// (NODUS_LOCAL_USD_PER_HOUR or --rate), 0 when none was declared.
 
 namespace nodus {
 
 // Dollars per second of `gpus` GPUs at `rate_per_gpu_hour` each.
 inline double usd_per_second(int gpus, double rate_per_gpu_hour) {
-  return gpus * rate_per_gpu_hour / 3600.0;
+  return (gpus > 0 ? gpus : 1) * rate_per_gpu_hour / 3600.0;
 }
 
 // Cost in USD of `gpus` GPUs at `rate_per_gpu_hour` each for `seconds`.
 inline double cost_usd(int gpus, double rate_per_gpu_hour, double seconds) {
-  return gpus * rate_per_gpu_hour * seconds / 3600.0;
+  return (gpus > 0 ? gpus : 1) * rate_per_gpu_hour * seconds / 3600.0;
 }
 
 }  // namespace nodus

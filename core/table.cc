@@ -32,7 +32,7 @@ std::string Table::render(Format format) const {
   switch (format) {
     case Format::kJson:
       // Rows written by older versions may hold invalid UTF-8: replace it rather than fail.
-      return dump_json(raw_) + "\n";
+      return dump_json(raw_rows()) + "\n";
     case Format::kCsv:
       return render_csv();
     case Format::kMd:
@@ -43,19 +43,51 @@ std::string Table::render(Format format) const {
   return render_text();
 }
 
-std::string Table::render_text() const {
-  std::vector<size_t> width(columns_.size());
+nlohmann::json Table::contract_row(size_t row) const {
+  nlohmann::json out = nlohmann::json::object();
+  const nlohmann::json& raw = raw_[row];
+  for (const auto& col : columns_) {
+    auto it = raw.is_object() ? raw.find(col.key) : raw.end();
+    out[col.key] = raw.is_object() && it != raw.end() ? *it : nlohmann::json();
+  }
+  out["schema_version"] = kSchemaVersion;
+  return out;
+}
+
+nlohmann::json Table::raw_rows() const {
+  nlohmann::json rows = nlohmann::json::array();
+  for (size_t r = 0; r < raw_.size(); ++r) rows.push_back(contract_row(r));
+  return rows;
+}
+
+std::vector<size_t> Table::shown_columns() const {
+  std::vector<size_t> shown;
   for (size_t c = 0; c < columns_.size(); ++c) {
+    if (columns_[c].show == Show::kMachine) continue;
+    if (columns_[c].show == Show::kIfAny &&
+        std::none_of(text_.begin(), text_.end(),
+                     [&](const auto& row) { return !row[c].empty() && row[c] != "-"; }))
+      continue;
+    shown.push_back(c);
+  }
+  return shown;
+}
+
+std::string Table::render_text() const {
+  const std::vector<size_t> shown = shown_columns();
+  std::vector<size_t> width(columns_.size());
+  for (size_t c : shown) {
     width[c] = escape_control(columns_[c].header).size();
     for (const auto& row : text_) width[c] = std::max(width[c], row[c].size());
   }
   bool any_mark = !marked_.empty();
   auto line = [&](const std::vector<std::string>& cells, bool marked) {
     std::string out = any_mark ? (marked ? "* " : "  ") : "";
-    for (size_t c = 0; c < cells.size(); ++c) {
+    for (size_t i = 0; i < shown.size(); ++i) {
+      size_t c = shown[i];
       std::string pad(width[c] - cells[c].size(), ' ');
       out += columns_[c].right ? pad + cells[c] : cells[c] + pad;
-      if (c + 1 < cells.size()) out += "  ";
+      if (i + 1 < shown.size()) out += "  ";
     }
     while (!out.empty() && out.back() == ' ') out.pop_back();
     return out + "\n";
@@ -83,17 +115,19 @@ std::string dump_json(const nlohmann::json& value, int indent) {
 }
 
 std::string Table::render_csv() const {
+  // Every declared column and schema_version, in every row; null is an empty field; arrays and
+  // objects are their compact JSON text.
   std::string out;
-  for (size_t c = 0; c < columns_.size(); ++c) out += (c ? "," : "") + csv_escape(columns_[c].key);
-  out += "\n";
-  for (const auto& row : raw_) {
-    for (size_t c = 0; c < columns_.size(); ++c) {
-      if (c) out += ",";
-      const auto it = row.find(columns_[c].key);
-      if (it == row.end() || it->is_null()) continue;
-      out += csv_escape(it->is_string() ? it->get<std::string>() : dump_json(*it, -1));
+  for (const auto& col : columns_) out += csv_escape(col.key) + ",";
+  out += "schema_version\n";
+  for (size_t r = 0; r < raw_.size(); ++r) {
+    const nlohmann::json row = contract_row(r);
+    for (const auto& col : columns_) {
+      const auto& v = row[col.key];
+      if (!v.is_null()) out += csv_escape(v.is_string() ? v.get<std::string>() : dump_json(v, -1));
+      out += ",";
     }
-    out += "\n";
+    out += std::to_string(kSchemaVersion) + "\n";
   }
   return out;
 }
@@ -124,15 +158,16 @@ std::string Table::render_md() const {
     }
     return out;
   };
+  const std::vector<size_t> shown = shown_columns();
   std::string out = "|";
-  for (const auto& col : columns_) out += " " + esc(col.header) + " |";
+  for (size_t c : shown) out += " " + esc(columns_[c].header) + " |";
   out += "\n|";
-  for (const auto& col : columns_) out += col.right ? " ---: |" : " --- |";
+  for (size_t c : shown) out += columns_[c].right ? " ---: |" : " --- |";
   out += "\n";
   for (size_t r = 0; r < text_.size(); ++r) {
     out += "|";
-    for (const auto& cell : text_[r]) {
-      std::string v = esc(cell);
+    for (size_t c : shown) {
+      std::string v = esc(text_[r][c]);
       out += " " + (is_marked(r) && !v.empty() ? "**" + v + "**" : v) + " |";
     }
     out += "\n";

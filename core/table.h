@@ -2,8 +2,16 @@
 // Table is what every listing command builds; render() prints it as table, json, csv or md.
 // Each row carries display text (table, md) and a JSON object of raw values (json, csv), so
 // machine formats never see "$1.23" or "2m03s" but the numbers behind them.
+//
+// The declared columns are the output contract (docs/output.md): json and csv carry exactly the
+// declared keys, every one in every row (an absent value is null in json, an empty field in
+// csv), plus schema_version. A column never comes and goes with the data; only the
+// human formats (table, md) may leave out a column that is empty in every row (Show::kIfAny)
+// or a machine-only one (Show::kMachine).
 
+#include <functional>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -15,16 +23,30 @@ namespace nodus {
 enum class Format { kTable, kJson, kCsv, kMd };
 Result<Format> parse_format(std::string_view text);
 
+// Version of the json/csv contract in docs/output.md. Bump it when a key changes meaning, type
+// or unit, or is removed; adding a column does not bump it.
+inline constexpr int kSchemaVersion = 1;
+
+// Where a column shows in the human formats; json and csv always carry every column.
+enum class Show {
+  kAlways,   // table and md
+  kIfAny,    // table and md only when some row has a value (text neither "" nor "-")
+  kMachine,  // json and csv only (nested values, flags a table marks another way)
+};
+
 struct Column {
   std::string key;     // key in the JSON row object, and the CSV header
   std::string header;  // header shown in table and md
   bool right = false;  // right-align (numbers)
+  Show show = Show::kAlways;
 };
 
 class Table {
  public:
   explicit Table(std::vector<Column> columns) : columns_(std::move(columns)) {}
-  // text: one display string per column; raw: the JSON object for json/csv output.
+  // text: one display string per column, in order (missing trailing ones are ""); raw: the
+  // JSON values for json/csv, by column key. Keys raw lacks are null; keys no column declares
+  // are not printed (declare the column: that is the contract).
   void add_row(std::vector<std::string> text, nlohmann::json raw);
   // Marks a row (0-based) as highlighted: table output prefixes it with '*', md with bold.
   void mark(size_t row) { marked_.push_back(row); }
@@ -32,7 +54,10 @@ class Table {
   const std::vector<Column>& columns() const { return columns_; }
   size_t size() const { return text_.size(); }
   const nlohmann::json& raw(size_t row) const { return raw_[row]; }
-  nlohmann::json raw_rows() const { return raw_; }
+  // The rows as json and csv print them: every declared key, null where absent, and
+  // schema_version.
+  nlohmann::json raw_rows() const;
+  nlohmann::json contract_row(size_t row) const;
 
   std::string render(Format format) const;
 
@@ -41,12 +66,48 @@ class Table {
   std::string render_csv() const;
   std::string render_md() const;
   bool is_marked(size_t row) const;
+  std::vector<size_t> shown_columns() const;  // indices of the columns table and md print
 
   std::vector<Column> columns_;
   std::vector<std::vector<std::string>> text_;
   nlohmann::json raw_ = nlohmann::json::array();
   std::vector<size_t> marked_;
 };
+
+// A listing declared once: each Field is a column with how a row shows in it (text) and what
+// json/csv carry (value). Adding a column to a listing is adding one Field.
+template <class Row>
+struct Field {
+  Column column;
+  std::function<std::string(const Row&)> text;
+  std::function<nlohmann::json(const Row&)> value;
+};
+
+template <class Row>
+Table make_table(const std::vector<Field<Row>>& fields, const std::vector<Row>& rows) {
+  std::vector<Column> columns;
+  for (const auto& f : fields) columns.push_back(f.column);
+  Table table(std::move(columns));
+  for (const auto& row : rows) {
+    std::vector<std::string> text;
+    nlohmann::json raw = nlohmann::json::object();
+    for (const auto& f : fields) {
+      text.push_back(f.text ? f.text(row) : std::string());
+      raw[f.column.key] = f.value(row);
+    }
+    table.add_row(std::move(text), std::move(raw));
+  }
+  return table;
+}
+
+// null for an empty optional or string, else the value: absent values are null in json.
+template <class T>
+nlohmann::json or_null(const std::optional<T>& v) {
+  return v ? nlohmann::json(*v) : nlohmann::json();
+}
+inline nlohmann::json or_null(const std::string& s) {
+  return s.empty() ? nlohmann::json() : nlohmann::json(s);
+}
 
 std::string csv_escape(std::string_view field);
 

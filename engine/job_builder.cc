@@ -63,11 +63,18 @@ JobRecord build_job(const JobRequest& r, const billing::Catalog& catalog,
       check_inventory(r, entry->type, *inventory);
       job.inventory_source = inventory->source;
     }
-  } else if (r.max_cost) {
-    throw Fatal(
-        "--max-cost " + format_usd(*r.max_cost) +
-        ": a CPU-only job has no catalog rate to cap; add --gpu TYPE[:COUNT] or use --timeout");
+  } else if (r.backend == "local" && r.box_rate) {
+    job.rate_per_gpu_hour = *r.box_rate;  // a job without GPUs bills one unit (core/cost.h)
   }
+  if (r.rate) {
+    // The rate actually paid; for the box, split over the job's GPUs so GPUs x rate is the box.
+    job.rate_per_gpu_hour = r.rate_per_box && job.gpu_count > 1 ? *r.rate / job.gpu_count : *r.rate;
+  }
+  if (r.max_cost && job.gpu_count == 0 && job.rate_per_gpu_hour <= 0)
+    throw Fatal("--max-cost " + format_usd(*r.max_cost) +
+                ": a CPU-only job has no rate to cap; give --rate USD_PER_HOUR, declare the "
+                "machine's rate in NODUS_LOCAL_USD_PER_HOUR, add --gpu TYPE[:COUNT] or use "
+                "--timeout");
 
   if (r.backend == "local") {
     std::error_code ec;

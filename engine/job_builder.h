@@ -28,6 +28,12 @@ struct JobRequest {
   std::string workdir;
   std::string image;
   SuperviseOptions supervise;
+  // --rate: the USD per hour actually paid, instead of the catalog's rate; per GPU, or for the
+  // whole box when rate_per_box (then each of the job's GPUs bills rate / count).
+  std::optional<double> rate;
+  bool rate_per_box = false;
+  // NODUS_LOCAL_USD_PER_HOUR: the local machine's hourly rate, for local jobs without GPUs.
+  std::optional<double> box_rate;
 };
 
 // The GPUs of this machine (local backend) and where that list came from.

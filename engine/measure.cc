@@ -5,6 +5,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "core/cost.h"
 #include "core/parse.h"
 #include "sweep/metrics.h"
 #include "telemetry/io_evidence.h"
@@ -285,7 +286,7 @@ Conclusion Measurement::conclude(const JobRecord& job, SeriesSource& series, dou
   }
   if (phases.first_batch_t) {
     c.stats["phases"] = {{"source", phases.source}, {"startup_s", *phases.startup_s()}};
-    double rate = job.gpu_count * job.rate_per_gpu_hour / 3600.0;
+    double rate = usd_per_second(job.gpu_count, job.rate_per_gpu_hour);
     c.stats["phases"]["startup_usd"] = *phases.startup_s() * rate;
     if (phases.steady_t) {
       c.stats["phases"]["warmup_s"] = *phases.warmup_s();

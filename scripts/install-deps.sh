@@ -8,7 +8,7 @@
 set -euo pipefail
 profile=${1:-build}
 pkgs=(g++ cmake ninja-build pkg-config libcurl4-openssl-dev nlohmann-json3-dev libcli11-dev
-      libboost1.81-dev libsqlite3-dev libre2-dev libgtest-dev libgmock-dev)
+      libboost1.81-dev libsqlite3-dev libre2-dev libgtest-dev libgmock-dev help2man)
 case "$profile" in
   build) ;;
   demo) pkgs+=(python3-torch) ;;

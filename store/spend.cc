@@ -22,17 +22,32 @@ struct Billed {
   int gpu_count;
   double gpu_hours;
   double cost;
+  std::string group;  // sweep ("s3") or name, when the scan asked for one; "" for none
 };
 
-void scan_started(Db& db, std::optional<double> since,
-                  const std::function<void(const Billed&)>& fn) {
-  auto stmt = db.prepare(
-      "SELECT started_at, gpu_type, gpu_count, rate_per_gpu_hour, ended_at, cost FROM jobs "
-      "INDEXED BY jobs_spend WHERE started_at >= ? ORDER BY started_at");
+enum class Group { kNone, kSweep, kName };
+
+void scan_started(Db& db, std::optional<double> since, std::optional<double> until,
+                  const std::function<void(const Billed&)>& fn, Group group = Group::kNone) {
+  // Day and GPU summaries read only the covering index; sweep and name read the rows too.
+  const char* extra = group == Group::kSweep  ? ", sweep_id"
+                      : group == Group::kName ? ", name"
+                                              : ", NULL";
+  auto stmt = db.prepare(std::string("SELECT started_at, gpu_type, gpu_count, rate_per_gpu_hour, "
+                                     "ended_at, cost") +
+                         extra +
+                         " FROM jobs INDEXED BY jobs_spend WHERE started_at >= ? AND "
+                         "started_at < ? ORDER BY started_at");
   stmt.bind(1, since.value_or(-1e300));  // also leaves out never-started jobs (NULL)
+  stmt.bind(2, until.value_or(1e300));
   const double now = unix_now();
   while (stmt.step()) {
-    Billed b{stmt.f64(0), stmt.text(1), stmt.i32(2), 0, 0};
+    Billed b{stmt.f64(0), stmt.text(1), stmt.i32(2), 0, 0, ""};
+    if (group == Group::kSweep) {
+      if (auto id = stmt.opt_f64(6)) b.group = "s" + std::to_string(static_cast<long long>(*id));
+    } else if (group == Group::kName) {
+      b.group = stmt.text(6);
+    }
     double rate = stmt.f64(3);
     std::optional<double> ended = stmt.opt_f64(4);
     double seconds = std::max(0.0, ended.value_or(now) - b.started_at);
@@ -61,13 +76,24 @@ void add(Store::SpendRow& row, const Billed& b) {
   row.cost += b.cost;
 }
 
+// Rows keyed by `key`, most expensive first.
+std::vector<Store::SpendRow> sorted_by_cost(std::map<std::string, Store::SpendRow>& by_key) {
+  std::vector<Store::SpendRow> out;
+  for (auto& [key, row] : by_key) out.push_back(std::move(row));
+  std::stable_sort(out.begin(), out.end(), [](const Store::SpendRow& a, const Store::SpendRow& b) {
+    return a.cost > b.cost;
+  });
+  return out;
+}
+
 }  // namespace
 
-std::vector<Store::SpendRow> Store::spend_by_day(std::optional<double> since) {
+std::vector<Store::SpendRow> Store::spend_by_day(std::optional<double> since,
+                                                 std::optional<double> until) {
   auto lock = impl_->lock();
   std::vector<SpendRow> out;
   double day_end = -1e300;
-  scan_started(impl_->db, since, [&](const Billed& b) {
+  scan_started(impl_->db, since, until, [&](const Billed& b) {
     if (out.empty() || b.started_at >= day_end) {
       auto [key, end] = local_day(b.started_at);
       day_end = end;
@@ -78,20 +104,48 @@ std::vector<Store::SpendRow> Store::spend_by_day(std::optional<double> since) {
   return out;
 }
 
-std::vector<Store::SpendRow> Store::spend_by_gpu(std::optional<double> since) {
+std::vector<Store::SpendRow> Store::spend_by_gpu(std::optional<double> since,
+                                                 std::optional<double> until, bool with_cpu_only) {
   auto lock = impl_->lock();
   std::map<std::string, SpendRow> by_type;
-  scan_started(impl_->db, since, [&](const Billed& b) {
-    if (b.gpu_count <= 0) return;  // CPU-only jobs cost nothing per GPU-hour
-    SpendRow& row = by_type[b.gpu_type];
-    row.key = b.gpu_type;
+  scan_started(impl_->db, since, until, [&](const Billed& b) {
+    if (b.gpu_count <= 0 && !with_cpu_only) return;
+    std::string key = b.gpu_count > 0 ? b.gpu_type : "";
+    SpendRow& row = by_type[key];
+    row.key = key;
     add(row, b);
   });
-  std::vector<SpendRow> out;
-  for (auto& [type, row] : by_type) out.push_back(std::move(row));
-  std::stable_sort(out.begin(), out.end(),
-                   [](const SpendRow& a, const SpendRow& b) { return a.cost > b.cost; });
-  return out;
+  return sorted_by_cost(by_type);
+}
+
+std::vector<Store::SpendRow> Store::spend_by_sweep(std::optional<double> since,
+                                                   std::optional<double> until) {
+  auto lock = impl_->lock();
+  std::map<std::string, SpendRow> by_sweep;
+  scan_started(
+      impl_->db, since, until,
+      [&](const Billed& b) {
+        SpendRow& row = by_sweep[b.group];
+        row.key = b.group;
+        add(row, b);
+      },
+      Group::kSweep);
+  return sorted_by_cost(by_sweep);
+}
+
+std::vector<Store::SpendRow> Store::spend_by_name(std::optional<double> since,
+                                                  std::optional<double> until) {
+  auto lock = impl_->lock();
+  std::map<std::string, SpendRow> by_name;
+  scan_started(
+      impl_->db, since, until,
+      [&](const Billed& b) {
+        SpendRow& row = by_name[b.group];
+        row.key = b.group;
+        add(row, b);
+      },
+      Group::kName);
+  return sorted_by_cost(by_name);
 }
 
 }  // namespace nodus::store

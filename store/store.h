@@ -132,17 +132,24 @@ class Store {
   std::optional<JobStats> stats(int64_t job_id);
 
   // --- spend ---
-  // Jobs that started at or after `since` (all when empty), grouped by the local day they
-  // started on (ascending) or by GPU type (most expensive first; CPU-only jobs left out).
+  // Jobs that started at or after `since` and before `until` (unbounded when empty), grouped
+  // by the local day they started on (ascending), or most expensive first by GPU type (CPU-only
+  // jobs left out unless with_cpu_only, then keyed ""), by sweep ("s3"; "" for jobs outside
+  // sweeps) or by name ("" for unnamed jobs).
   // Finished jobs count their stored cost; running ones what they have cost up to now.
   struct SpendRow {
-    std::string key;  // day (YYYY-MM-DD, local time) or GPU type
+    std::string key;  // day (YYYY-MM-DD, local time), GPU type, sweep id or job name
     int jobs = 0;
     double gpu_hours = 0;
     double cost = 0;
   };
-  std::vector<SpendRow> spend_by_day(std::optional<double> since);
-  std::vector<SpendRow> spend_by_gpu(std::optional<double> since);
+  std::vector<SpendRow> spend_by_day(std::optional<double> since,
+                                     std::optional<double> until = std::nullopt);
+  std::vector<SpendRow> spend_by_gpu(std::optional<double> since,
+                                     std::optional<double> until = std::nullopt,
+                                     bool with_cpu_only = false);
+  std::vector<SpendRow> spend_by_sweep(std::optional<double> since, std::optional<double> until);
+  std::vector<SpendRow> spend_by_name(std::optional<double> since, std::optional<double> until);
 
   std::string integrity_check();  // "ok" when healthy
 

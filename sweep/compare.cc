@@ -68,7 +68,6 @@ bool value_less(const nlohmann::json& a, const nlohmann::json& b, bool descendin
 struct Layout {
   std::vector<Column> columns;
   std::vector<std::string> param_keys;
-  bool util = false, idle = false, verdict = false;
 };
 
 Layout layout_for(const std::vector<CellResult>& cells) {
@@ -76,13 +75,8 @@ Layout layout_for(const std::vector<CellResult>& cells) {
                                                "exit_code", "wall_s",     "gpu_seconds",
                                                "cost_usd",  "throughput", "usd_per_million_samples",
                                                "data_wait", "util_mean",  "idle_usd",
-                                               "verdict",   "best"};
+                                               "verdict",   "best",       "schema_version"};
   Layout l;
-  for (const auto& c : cells) {
-    l.util |= c.util_mean.has_value();
-    l.idle |= c.idle_usd.has_value();
-    l.verdict |= c.verdict.has_value();
-  }
   l.columns.push_back({"cell", "CELL", true});
   if (!cells.empty()) {
     for (const auto& p : cells.front().params) {
@@ -97,9 +91,14 @@ Layout layout_for(const std::vector<CellResult>& cells) {
   l.columns.push_back({"throughput", "THROUGHPUT", true});
   l.columns.push_back({"usd_per_million_samples", "$/M SAMPLES", true});
   l.columns.push_back({"data_wait", "DATA WAIT", true});
-  if (l.util) l.columns.push_back({"util_mean", "UTIL %", true});
-  if (l.idle) l.columns.push_back({"idle_usd", "IDLE $", true});
-  if (l.verdict) l.columns.push_back({"verdict", "VERDICT"});
+  // json and csv always carry these; the table shows them when some cell has a value.
+  l.columns.push_back({"util_mean", "UTIL %", true, Show::kIfAny});
+  l.columns.push_back({"idle_usd", "IDLE $", true, Show::kIfAny});
+  l.columns.push_back({"verdict", "VERDICT", false, Show::kIfAny});
+  l.columns.push_back({"gpu_seconds", "GPU-S", true, Show::kMachine});
+  l.columns.push_back({"exit_code", "EXIT", true, Show::kMachine});
+  l.columns.push_back({"params", "PARAMS", false, Show::kMachine});
+  l.columns.push_back({"best", "BEST", false, Show::kMachine});
   return l;
 }
 
@@ -200,18 +199,13 @@ Result<Table> compare_table(const std::vector<CellResult>& cells, const CompareO
     j["throughput"] = or_null(c.throughput);
     j["usd_per_million_samples"] = or_null(per_m);
     j["data_wait"] = or_null(c.data_wait);
-    if (l.util) {
-      t.push_back(or_dash(c.util_mean, [](double v) { return fixed(v, 0); }));
-      j["util_mean"] = or_null(c.util_mean);
-    }
-    if (l.idle) {
-      t.push_back(or_dash(c.idle_usd, format_usd));
-      j["idle_usd"] = or_null(c.idle_usd);
-    }
-    if (l.verdict) {
-      t.push_back(c.verdict.value_or("-"));
-      j["verdict"] = c.verdict ? nlohmann::json(*c.verdict) : nullptr;
-    }
+    t.push_back(or_dash(c.util_mean, [](double v) { return fixed(v, 0); }));
+    // Percent in the table, a fraction 0-1 in json and csv (docs/output.md).
+    j["util_mean"] = c.util_mean ? nlohmann::json(*c.util_mean / 100.0) : nullptr;
+    t.push_back(or_dash(c.idle_usd, format_usd));
+    j["idle_usd"] = or_null(c.idle_usd);
+    t.push_back(c.verdict.value_or("-"));
+    j["verdict"] = c.verdict ? nlohmann::json(*c.verdict) : nullptr;
     j["best"] = best && *best == i;
     text.push_back(std::move(t));
     raw.push_back(std::move(j));

@@ -59,6 +59,8 @@ Result<Estimate> estimate(const EstimateInput& in) {
 }
 
 std::string format_hours(double hours) {
+  // Under an hour "0.1 h" says little and "0 h" is wrong: minutes and seconds instead.
+  if (hours < 1) return format_duration(Millis(std::llround(hours * 3600'000)));
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.1f", hours);
   std::string s = buf;
@@ -69,18 +71,19 @@ std::string format_hours(double hours) {
 Table estimate_table(const Estimate& e) {
   Table t({{"util", "UTIL", true},
            {"wall_hours", "WALL", true},
-           {"cost", "COST", true},
+           {"cost_usd", "COST", true},
            {"idle_usd", "IDLE $", true},
-           {"saved", "SAVED", true}});
+           {"saved_usd", "SAVED", true}});
   for (size_t i = 0; i < e.rows.size(); ++i) {
     const auto& r = e.rows[i];
     t.add_row({format_percent(r.util_pct), format_hours(r.wall_hours), format_usd(r.cost),
                format_usd(r.idle_usd), i == 0 ? "-" : format_usd(r.saved)},
-              {{"util", r.util_pct},
+              // util: a fraction 0-1 in json and csv (docs/output.md).
+              {{"util", r.util_pct / 100.0},
                {"wall_hours", r.wall_hours},
-               {"cost", r.cost},
+               {"cost_usd", r.cost},
                {"idle_usd", r.idle_usd},
-               {"saved", r.saved}});
+               {"saved_usd", r.saved}});
   }
   return t;
 }

@@ -35,10 +35,11 @@ struct Estimate {
 // Errors name the bad value: gpus < 1, rate < 0, hours <= 0, util or a target outside (0, 100].
 Result<Estimate> estimate(const EstimateInput& in);
 
-// Columns UTIL, WALL, COST, IDLE $, SAVED; raw rows {util, wall_hours, cost, idle_usd, saved}.
+// Columns UTIL, WALL, COST, IDLE $, SAVED; raw rows {util (0-1), wall_hours, cost_usd, idle_usd,
+// saved_usd}.
 Table estimate_table(const Estimate& e);
 
-// "24 h", "10.1 h": hours with at most one decimal.
+// "24 h", "10.1 h": hours with at most one decimal; under an hour "15m00s", "6.0s".
 std::string format_hours(double hours);
 
 }  // namespace nodus::telemetry

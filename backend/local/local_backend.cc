@@ -133,10 +133,17 @@ Result<void> LocalBackend::submit(JobRecord& job, const LaunchSpec& spec) {
     if (!created.ok()) return created.error();
     log_fd = *created;
   }
+  // Which bytes of the log are stdout and which stderr (log_streams.h); optional: a job whose
+  // index cannot be made still runs, `logs --stream` then says there is none.
+  int index_fd = -1;
+  if (log_fd >= 0) {
+    auto index = create_new_file(stream_index_path(spec.log_path), 0600);
+    if (index.ok()) index_fd = *index;
+  }
   int out[2] = {-1, -1}, err[2] = {-1, -1};
   if (::pipe2(out, O_CLOEXEC) != 0 || ::pipe2(err, O_CLOEXEC) != 0) {
     const int e = errno;
-    for (int fd : {out[0], out[1], err[0], err[1], log_fd})
+    for (int fd : {out[0], out[1], err[0], err[1], log_fd, index_fd})
       if (fd >= 0) ::close(fd);
     return Error::permanent(std::string("cannot create output pipes: ") + std::strerror(e), 125);
   }
@@ -152,7 +159,7 @@ Result<void> LocalBackend::submit(JobRecord& job, const LaunchSpec& spec) {
   ::close(out[1]);
   ::close(err[1]);
   if (!launched.ok()) {
-    for (int fd : {out[0], err[0], log_fd})
+    for (int fd : {out[0], err[0], log_fd, index_fd})
       if (fd >= 0) ::close(fd);
     if (j->cgroup.valid()) (void)j->cgroup.remove();
     return launched.error();
@@ -166,7 +173,8 @@ Result<void> LocalBackend::submit(JobRecord& job, const LaunchSpec& spec) {
   j->pid = launched->pid;
   j->pidfd = launched->pidfd;
   j->started_at = launched->started_at;
-  j->output = std::make_unique<OutputPump>(out[0], err[0], log_fd, spec.attach, spec.on_line);
+  j->output =
+      std::make_unique<OutputPump>(out[0], err[0], log_fd, spec.attach, spec.on_line, index_fd);
   job.backend_id = std::to_string(j->pid);
   job.started_at = j->started_at;
   std::lock_guard lock(mu_);

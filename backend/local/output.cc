@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <ctime>
 
 namespace nodus::backend::local {
 namespace {
@@ -11,15 +12,24 @@ namespace {
 constexpr size_t kChunk = 64 * 1024;
 
 // Writes everything, retrying short writes; errors are dropped: a full disk or a closed
-// terminal must not stop the job or its supervisor.
-void write_all(int fd, const char* data, size_t size) {
+// terminal must not stop the job or its supervisor. Returns the bytes written.
+size_t write_all(int fd, const char* data, size_t size) {
+  size_t done = 0;
   while (size > 0) {
     ssize_t n = ::write(fd, data, size);
     if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return;
+    if (n <= 0) break;
     data += n;
     size -= static_cast<size_t>(n);
+    done += static_cast<size_t>(n);
   }
+  return done;
+}
+
+double unix_time() {
+  timespec ts{};
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return static_cast<double>(ts.tv_sec) + ts.tv_nsec / 1e9;
 }
 
 }  // namespace
@@ -50,8 +60,13 @@ void LineSplitter::finish(const LineFn& on_line) {
   partial_.clear();
 }
 
-OutputPump::OutputPump(int stdout_fd, int stderr_fd, int log_fd, bool attach, LineFn on_line)
-    : fds_{stdout_fd, stderr_fd}, log_fd_(log_fd), attach_(attach), on_line_(std::move(on_line)) {
+OutputPump::OutputPump(int stdout_fd, int stderr_fd, int log_fd, bool attach, LineFn on_line,
+                       int index_fd)
+    : fds_{stdout_fd, stderr_fd},
+      log_fd_(log_fd),
+      index_(index_fd),
+      attach_(attach),
+      on_line_(std::move(on_line)) {
   for (int fd : fds_)
     if (fd >= 0) ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK);
 }
@@ -79,7 +94,10 @@ long OutputPump::read_once(Stream s) {
     close_pipe(s);
     return 0;
   }
-  if (log_fd_ >= 0) write_all(log_fd_, buf, static_cast<size_t>(n));
+  if (log_fd_ >= 0) {
+    log_bytes_ += write_all(log_fd_, buf, static_cast<size_t>(n));
+    index_.add(s, log_bytes_, unix_time());  // one pwrite, in place within a second
+  }
   if (attach_) write_all(s == kStdout ? STDOUT_FILENO : STDERR_FILENO, buf, static_cast<size_t>(n));
   lines_[s].feed(std::string_view(buf, static_cast<size_t>(n)), on_line_);
   return n;
@@ -104,6 +122,7 @@ void OutputPump::drain_and_close(std::chrono::steady_clock::time_point until, si
   // Nothing more will be written: a supervisor of many jobs must not keep every log open.
   if (log_fd_ >= 0) ::close(log_fd_);
   log_fd_ = -1;
+  index_.close();
 }
 
 }  // namespace nodus::backend::local

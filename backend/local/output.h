@@ -9,6 +9,8 @@
 #include <string>
 #include <string_view>
 
+#include "backend/local/log_streams.h"
+
 namespace nodus::backend::local {
 
 using LineFn = std::function<void(std::string_view line)>;
@@ -32,8 +34,10 @@ class OutputPump {
  public:
   enum Stream { kStdout = 0, kStderr = 1 };
 
-  // Takes ownership of the pipes' read ends (made non-blocking here) and of log_fd (-1: no log).
-  OutputPump(int stdout_fd, int stderr_fd, int log_fd, bool attach, LineFn on_line);
+  // Takes ownership of the pipes' read ends (made non-blocking here), of log_fd (-1: no log) and
+  // of index_fd, the log's stream index (log_streams.h; -1: none).
+  OutputPump(int stdout_fd, int stderr_fd, int log_fd, bool attach, LineFn on_line,
+             int index_fd = -1);
   ~OutputPump();
   OutputPump(const OutputPump&) = delete;
   OutputPump& operator=(const OutputPump&) = delete;
@@ -57,6 +61,8 @@ class OutputPump {
 
   int fds_[2];
   int log_fd_;
+  uint64_t log_bytes_ = 0;  // written to the log so far: where the next bytes land
+  StreamIndexWriter index_;
   bool attach_;
   LineFn on_line_;
   LineSplitter lines_[2];

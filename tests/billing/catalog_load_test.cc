@@ -207,12 +207,47 @@ TEST(CatalogResolve, FlagBeatsEnvironmentBeatsBuiltin) {
   {
     ScopedEnv env("NODUS_PRICES", nullptr);
     EXPECT_EQ(Catalog::resolve(std::nullopt, dir.path())->origin(), "built-in");
-    EXPECT_EQ(Catalog::resolve(flag_file, dir.path())->origin(), flag_file);
+    EXPECT_EQ(Catalog::resolve(flag_file, dir.path())->origin(), flag_file + " over built-in");
+    EXPECT_EQ(Catalog::resolve(flag_file, dir.path(), true)->origin(), flag_file);
   }
   {
     ScopedEnv env("NODUS_PRICES", env_file.c_str());
-    EXPECT_EQ(Catalog::resolve(std::nullopt, dir.path())->origin(), env_file);
-    EXPECT_EQ(Catalog::resolve(flag_file, dir.path())->origin(), flag_file);
+    EXPECT_EQ(Catalog::resolve(std::nullopt, dir.path())->origin(), env_file + " over built-in");
+    EXPECT_EQ(Catalog::resolve(flag_file, dir.path())->origin(), flag_file + " over built-in");
+  }
+}
+
+TEST(CatalogResolve, AUserCatalogMergesOverTheBuiltInOneUnlessItStandsAlone) {
+  TempDir dir;
+  std::string mine = dir.write(
+      "mine.json", R"({"gpus": [{"type": "h100-80gb", "aliases": ["MY-H100"], "usd_per_gpu_hour": 1},
+                                 {"type": "LAB-GPU", "usd_per_gpu_hour": 0.5}]})");
+  ScopedEnv env("NODUS_PRICES", nullptr);
+  const Catalog& builtin = Catalog::builtin();
+  auto merged = Catalog::resolve(mine, dir.path());
+  ASSERT_TRUE(merged.ok()) << merged.error().message;
+  // h100-80gb is an alias of the built-in H100-SXM: that entry is replaced, the rest kept.
+  EXPECT_EQ(merged->entries().size(), builtin.entries().size() + 1);
+  EXPECT_EQ(merged->find("H100-SXM"), nullptr);
+  EXPECT_EQ(merged->find("H100"), nullptr);  // an alias of the replaced entry goes with it
+  EXPECT_DOUBLE_EQ(merged->find("my-h100")->usd_per_gpu_hour, 1);
+  EXPECT_EQ(merged->find("my-h100")->origin, mine);
+  EXPECT_EQ(merged->find("L4")->origin, "built-in");
+  EXPECT_DOUBLE_EQ(merged->find("LAB-GPU")->usd_per_gpu_hour, 0.5);
+  // Alone: only the file's two entries; from the environment too.
+  EXPECT_EQ(Catalog::resolve(mine, dir.path(), true)->entries().size(), 2u);
+  {
+    ScopedEnv only("NODUS_PRICES_ONLY", "1");
+    EXPECT_EQ(Catalog::resolve(mine, dir.path())->entries().size(), 2u);
+    auto nothing = Catalog::resolve(std::nullopt, dir.path());
+    ASSERT_FALSE(nothing.ok());
+    EXPECT_NE(nothing.error().message.find("--prices-only"), std::string::npos);
+  }
+  {
+    ScopedEnv bad("NODUS_PRICES_ONLY", "yes");
+    auto r = Catalog::resolve(mine, dir.path());
+    ASSERT_FALSE(r.ok());
+    EXPECT_NE(r.error().message.find("'yes'"), std::string::npos);
   }
 }
 

@@ -11,15 +11,25 @@ TEST(PricesTable, OneRowPerTypeWithRawValuesForJson) {
   ASSERT_EQ(t.size(), c.entries().size());
   std::vector<std::string> headers;
   for (const auto& col : t.columns()) headers.push_back(col.header);
-  EXPECT_EQ(headers,
-            (std::vector<std::string>{"TYPE", "ALIASES", "$/GPU-HOUR", "SOURCE", "CHECKED"}));
+  EXPECT_EQ(headers, (std::vector<std::string>{"TYPE", "ALIASES", "$/GPU-HOUR", "SOURCE",
+                                               "SOURCE URL", "CHECKED", "VIA", "NOTE", "ORIGIN"}));
   const auto& row = t.raw(0);
   EXPECT_EQ(row["type"], "H100-SXM");
   EXPECT_TRUE(row["aliases"].is_array());
   EXPECT_EQ(row["aliases"][0], "H100");
   EXPECT_DOUBLE_EQ(row["usd_per_gpu_hour"].get<double>(), 2.60);
-  EXPECT_EQ(row["source"], "Nodus GPU cloud pricing page");
+  EXPECT_TRUE(row["source"].is_null());  // "none": no public page to cite
+  EXPECT_TRUE(row["source_url"].is_null());
   EXPECT_EQ(row["checked"], "2026-11-06");
+  EXPECT_EQ(row["origin"], "built-in");
+  EXPECT_EQ(t.raw(1)["source_url"], "https://lambda.ai/instances");
+}
+
+TEST(PricesTable, EveryBuiltInEntryHasASourceUrlOrSaysNoneAndTheDateItWasChecked) {
+  for (const auto& e : Catalog::builtin().entries()) {
+    EXPECT_TRUE(!e.source_url().empty() || e.source == "none") << e.type << ": " << e.source;
+    EXPECT_EQ(e.checked.size(), 10u) << e.type;
+  }
 }
 
 TEST(PricesTable, TableTextShowsTheRateAsStated) {

@@ -187,7 +187,7 @@ INSTANTIATE_TEST_SUITE_P(
         Case{{"ps", "-n", "many"}, {"--last"}},
         Case{{"estimate", "--gpu", "H100", "--hours", "1", "--util", "150"}, {"'150'"}},
         Case{{"estimate", "--gpu", "H100", "--hours", "0", "--util", "40"}, {"--hours"}},
-        Case{{"cost", "--by", "week"}, {"'week'", "day or gpu"}},
+        Case{{"cost", "--by", "week"}, {"'week'", "day, gpu, sweep or name"}},
         Case{{"cost", "--since", "yesterday"}, {"'yesterday'"}},
         Case{{"report", "s1", "--format", "pdf"}, {"'pdf'"}}));
 

@@ -25,7 +25,8 @@ std::vector<std::string> make_env(const std::map<std::string, std::string>& vars
     auto eq = kv.find('=');
     if (eq != std::string::npos) all[kv.substr(0, eq)] = kv.substr(eq + 1);
   }
-  for (const char* drop : {"NODUS_LOCAL_GPUS", "NODUS_PRICES", "NODUS_BACKEND", "NO_COLOR"})
+  for (const char* drop : {"NODUS_LOCAL_GPUS", "NODUS_PRICES", "NODUS_BACKEND", "NO_COLOR",
+                           "NODUS_PRICES_ONLY", "NODUS_LOCAL_USD_PER_HOUR"})
     all.erase(drop);
   for (const auto& [k, v] : vars) all[k] = v;
   std::vector<std::string> out;

@@ -21,7 +21,8 @@ TEST(Table, TextAlignsAndMarks) {
 }
 
 TEST(Table, CsvUsesRawValuesAndQuotes) {
-  EXPECT_EQ(sample().render(Format::kCsv), "name,cost\n\"a,b\",1.0\nc|d,12.5\n");
+  EXPECT_EQ(sample().render(Format::kCsv),
+            "name,cost,schema_version\n\"a,b\",1.0,1\nc|d,12.5,1\n");
 }
 
 TEST(Table, MarkdownEscapesPipes) {
@@ -33,6 +34,45 @@ TEST(Table, JsonIsTheRawRows) {
   auto j = nlohmann::json::parse(sample().render(Format::kJson));
   ASSERT_EQ(j.size(), 2u);
   EXPECT_EQ(j[1]["cost"], 12.5);
+}
+
+TEST(Table, EveryDeclaredColumnInEveryMachineRowNullWhenAbsentUndeclaredKeysDropped) {
+  Table t({{"a", "A"}, {"b", "B"}, {"c", "C", false, Show::kMachine}});
+  t.add_row({"1", "-"}, {{"a", 1}, {"extra", true}});  // no b, no c
+  auto j = nlohmann::json::parse(t.render(Format::kJson));
+  EXPECT_EQ(j[0], (nlohmann::json{{"a", 1}, {"b", nullptr}, {"c", nullptr}, {"schema_version", 1}}));
+  EXPECT_EQ(t.render(Format::kCsv), "a,b,c,schema_version\n1,,,1\n");
+  EXPECT_EQ(t.render(Format::kTable), "A  B\n1  -\n");  // machine-only c never in the table
+}
+
+TEST(Table, AnIfAnyColumnShowsOnlyWhenSomeRowHasAValue) {
+  Table empty({{"a", "A"}, {"u", "UTIL", true, Show::kIfAny}});
+  empty.add_row({"x", "-"}, {{"a", "x"}});
+  EXPECT_EQ(empty.render(Format::kTable), "A\nx\n");
+  EXPECT_EQ(empty.render(Format::kMd), "| A |\n| --- |\n| x |\n");
+  EXPECT_EQ(empty.render(Format::kCsv), "a,u,schema_version\nx,,1\n");
+  Table some({{"a", "A"}, {"u", "UTIL", true, Show::kIfAny}});
+  some.add_row({"x", "-"}, {{"a", "x"}});
+  some.add_row({"y", "40"}, {{"a", "y"}, {"u", 0.4}});
+  EXPECT_EQ(some.render(Format::kTable), "A  UTIL\nx     -\ny    40\n");
+}
+
+TEST(Table, FieldsDeclareAListingOnce) {
+  struct Row {
+    std::string name;
+    std::optional<double> v;
+  };
+  std::vector<Field<Row>> fields = {
+      {{"name", "NAME"}, [](const Row& r) { return r.name; },
+       [](const Row& r) { return or_null(r.name); }},
+      {{"v", "V", true}, [](const Row& r) { return r.v ? std::to_string(int(*r.v)) : "-"; },
+       [](const Row& r) { return or_null(r.v); }},
+  };
+  Table t = make_table(fields, std::vector<Row>{{"", 2.0}, {"b", std::nullopt}});
+  EXPECT_EQ(t.render(Format::kCsv), "name,v,schema_version\n,2.0,1\nb,,1\n");
+  auto j = nlohmann::json::parse(t.render(Format::kJson));
+  EXPECT_TRUE(j[0]["name"].is_null());  // "" is null: absent, one type
+  EXPECT_TRUE(j[1]["v"].is_null());
 }
 
 TEST(ParseFormat, RejectsUnknown) { EXPECT_FALSE(parse_format("yaml").ok()); }

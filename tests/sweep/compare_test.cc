@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
@@ -111,17 +112,22 @@ TEST(SweepCompare, GoldenTableWithTelemetryColumns) {
   expect_golden("two-params.csv", table_of(two_param_sweep()).render(Format::kCsv));
 }
 
-TEST(SweepCompare, TelemetryColumnsOnlyWhenSomeCellHasThem) {
+TEST(SweepCompare, TelemetryColumnsAlwaysInJsonAndCsvShownInTheTableWhenSomeCellHasThem) {
   auto t = table_of(h200_sweep());
-  for (const auto& col : t.columns()) {
-    EXPECT_NE(col.key, "util_mean");
-    EXPECT_NE(col.key, "idle_usd");
-    EXPECT_NE(col.key, "verdict");
+  std::vector<std::string> keys;
+  for (const auto& col : t.columns()) keys.push_back(col.key);
+  for (const char* key : {"util_mean", "idle_usd", "verdict"}) {
+    EXPECT_NE(std::find(keys.begin(), keys.end(), key), keys.end()) << key;
+    EXPECT_TRUE(t.raw_rows()[0][key].is_null()) << key;  // no samples: null, never missing
   }
+  EXPECT_EQ(t.render(Format::kTable).find("VERDICT"), std::string::npos);
+  EXPECT_NE(t.render(Format::kCsv).find("verdict"), std::string::npos);
   auto cells = h200_sweep();
   cells[2].verdict = "data-bound";
-  EXPECT_EQ(table_of(cells).columns().back().key, "verdict");
+  cells[2].util_mean = 40;
+  EXPECT_NE(table_of(cells).render(Format::kTable).find("VERDICT"), std::string::npos);
   EXPECT_EQ(table_of(cells).raw(0)["verdict"], nullptr);
+  EXPECT_DOUBLE_EQ(table_of(cells).raw(2)["util_mean"].get<double>(), 0.40);  // a fraction
 }
 
 TEST(SweepCompare, UsdPerMillionSamplesFollowsFromCostThroughputAndWall) {

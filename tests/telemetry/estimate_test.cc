@@ -50,7 +50,7 @@ TEST(Estimate, TableRowsAndRawValues) {
             " 60%    16 h  $332.80  $133.12  $166.40\n"
             " 80%    12 h  $249.60   $49.92  $249.60\n"
             " 95%  10.1 h  $210.19   $10.51  $289.01\n");
-  EXPECT_DOUBLE_EQ(t.raw(0)["cost"].get<double>(), 499.2);
+  EXPECT_DOUBLE_EQ(t.raw(0)["cost_usd"].get<double>(), 499.2);
   EXPECT_NEAR(t.raw(3)["wall_hours"].get<double>(), 9.6 / 0.95, 1e-12);
 }
 
@@ -78,7 +78,8 @@ TEST(Estimate, BadInputNamesTheValue) {
 TEST(FormatHours, AtMostOneDecimal) {
   EXPECT_EQ(format_hours(24), "24 h");
   EXPECT_EQ(format_hours(10.105), "10.1 h");
-  EXPECT_EQ(format_hours(0.25), "0.2 h");
+  EXPECT_EQ(format_hours(0.25), "15m00s");
+  EXPECT_EQ(format_hours(6.0 / 3600), "6.0s");  // not "0 h"
 }
 
 }  // namespace
