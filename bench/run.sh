@@ -9,6 +9,9 @@
 #   NODUS_BENCH_QUICK=1 a short run to try the script (few repeats, small store); numbers not for RESULTS
 #   NODUS_BENCH_SLURM=0 skip Slurm even when scripts/slurm-dev-cluster.sh can start it
 #   NODUS_BENCH_OUT     where to write the results (default bench/RESULTS.md)
+#   NODUS_BENCH_NO_BUILD=1 use the binaries already in the build folder (no cmake)
+#   NODUS_BENCH_BASE    a nodus binary from before a change: its launch loop runs beside the new one
+#   NODUS_BENCH_BASE_LABEL  what to call it in the report (e.g. its commit)
 # Scratch files go to a temporary folder under /tmp, removed at the end.
 set -euo pipefail
 
@@ -46,17 +49,28 @@ if ((${#missing[@]})); then
 fi
 
 # --- build ----------------------------------------------------------------------------------
-say "building nodus (Release) in $BUILD"
-if [[ ! -f $BUILD/build.ninja ]]; then
-  cmake -S "$REPO" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
+if [[ ${NODUS_BENCH_NO_BUILD:-0} == 1 ]]; then
+  say "using the binaries already in $BUILD (NODUS_BENCH_NO_BUILD=1)"
+else
+  say "building nodus (Release) in $BUILD"
+  if [[ ! -f $BUILD/build.ninja ]]; then
+    cmake -S "$REPO" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
+  fi
+  cmake --build "$BUILD" --target nodus nodus_store nodus_core nodus_telemetry nodus_backend_local >/dev/null
 fi
-cmake --build "$BUILD" --target nodus nodus_store nodus_core >/dev/null
 NODUS=$BUILD/nodus
 GEN=$BUILD/bench-gen_store
 if [[ ! -x $GEN || $REPO/bench/gen_store.cc -nt $GEN || $BUILD/store/libnodus_store.a -nt $GEN ]]; then
   say "building the store generator"
   g++ -std=c++20 -O2 -I"$REPO" "$REPO/bench/gen_store.cc" \
     "$BUILD/store/libnodus_store.a" "$BUILD/core/libnodus_core.a" -lsqlite3 -ldl -o "$GEN"
+fi
+
+SAMPLER=$BUILD/bench-sampler_cost
+if [[ ! -x $SAMPLER || $REPO/bench/sampler_cost.cc -nt $SAMPLER || $BUILD/telemetry/libnodus_telemetry.a -nt $SAMPLER ]]; then
+  say "building the sampler benchmark"
+  g++ -std=c++20 -O2 -I"$REPO" "$REPO/bench/sampler_cost.cc" "$BUILD/telemetry/libnodus_telemetry.a" \
+    "$BUILD/backend/local/libnodus_backend_local.a" "$BUILD/core/libnodus_core.a" -o "$SAMPLER"
 fi
 
 # A catalog with a $900/GPU-hour type (the most a catalog may hold is $1000): four of them cost
@@ -73,15 +87,21 @@ if [[ $QUICK == 1 ]]; then
   LAUNCH=(--jobs 50 --reps 2) STOP=(--samples 3) SUPER=(--cpu-s 8 --mem-s 12) PACK=(--reps 1)
   STORE=(--jobs 5000 --sweeps 50 --points 50000 --runs 3 --launch-jobs 5 --rounds 1) SLURM_N=(--samples 1)
   SUPER+=(--crowd 200 --crowd-s 5)
+  SAMPLER_ARGS=(200 20)
 else
   LAUNCH=(--jobs 200 --reps 5) STOP=(--samples 10) SUPER=(--cpu-s 60 --mem-s 180 --crowd 1000 --crowd-s 10)
   PACK=(--reps 3)
+  SAMPLER_ARGS=(1000 200)
   STORE=(--jobs 100000 --sweeps 1000 --points 1000000 --runs 10 --launch-jobs 30 --rounds 5) SLURM_N=(--samples 3)
 fi
 
 # --- 1, 2: launch overhead and stop precision (nothing else of ours runs meanwhile) --------
 say "1. launch overhead"
-"${HARNESS[@]}" launch --results "$RESULTS" --nodus "$NODUS" --work "$WORK" --with-hooks "${LAUNCH[@]}"
+BASE_ARGS=()
+if [[ -n ${NODUS_BENCH_BASE:-} ]]; then
+  BASE_ARGS=(--nodus-base "$NODUS_BENCH_BASE" --base-label "${NODUS_BENCH_BASE_LABEL:-base commit}")
+fi
+"${HARNESS[@]}" launch --results "$RESULTS" --nodus "$NODUS" --work "$WORK" --with-hooks "${LAUNCH[@]}" "${BASE_ARGS[@]}"
 say "2. stop precision"
 "${HARNESS[@]}" stop --results "$RESULTS" --nodus "$NODUS" --work "$WORK" --prices "$PRICES" "${STOP[@]}"
 say "2b. kill latency: cgroup.kill against the /proc-scan fallback (results/kill.json)"
@@ -116,6 +136,8 @@ fi
 say "3 + 6. supervisor CPU and memory (${SUPER[*]})"
 "${HARNESS[@]}" supervisor --results "$RESULTS" --nodus "$NODUS" --work "$WORK" \
   --fake-smi "$REPO/bench/fake_nvidia_smi.py" "${SUPER[@]}"
+say "3b. host sampler: full scan against the tree walk (+${SAMPLER_ARGS[0]} processes)"
+"${HARNESS[@]}" sampler --results "$RESULTS" --bin "$SAMPLER" --crowd "${SAMPLER_ARGS[0]}" --ticks "${SAMPLER_ARGS[1]}" --reps 5
 if [[ -n $SLURM_PID ]]; then
   if ! wait "$SLURM_PID"; then
     "${HARNESS[@]}" slurm-skip --results "$RESULTS" \
@@ -133,7 +155,8 @@ say "5. store scale"
 say "profiling what missed its goal"
 "${HARNESS[@]}" profile --results "$RESULTS" --nodus "$NODUS" --work "$WORK"
 "${HARNESS[@]}" meta --results "$RESULTS" --repo "$REPO" --load-start "$LOAD_START" \
-  --elapsed "$(($(date +%s) - START))"
+  --elapsed "$(($(date +%s) - START))" \
+  --build-label "$(sed -n 's/^CMAKE_BUILD_TYPE:[A-Z]*=//p' "$BUILD/CMakeCache.txt" 2>/dev/null) build, $(basename "$BUILD")"
 # The raw numbers stay in the build folder: `python3 bench/harness.py report --results DIR --out FILE`
 # rewrites the report from them.
 rm -rf "$BUILD/bench-results" && cp -r "$RESULTS" "$BUILD/bench-results"

@@ -86,6 +86,10 @@ void add_run_flags(CLI::App* sub, RunFlags& f) {
                   "batches (20) or time (5s) after the first batch left out of the figures")
       ->type_name("N|DURATION")
       ->capture_default_str();
+  sub->add_option("--cpus-per-gpu", f.cpus_per_gpu,
+                  "CPUs per GPU the job runs on (default: the GPUs' share of the host)")
+      ->type_name("N")
+      ->check(CLI::Range(1, 4096));
   sub->add_option("--measure", f.measure,
                   "stop the job after DURATION of steady state (after warm-up); it completed")
       ->type_name("DURATION")
@@ -139,6 +143,7 @@ engine::JobRequest to_request(const RunFlags& f) {
     throw Fatal("--warmup: invalid value '" + f.warmup +
                 "': expected a number of batches (20) or a duration (5s, 1m)");
   r.supervise.warmup = f.warmup;
+  if (f.cpus_per_gpu > 0) r.supervise.cpus_per_gpu = f.cpus_per_gpu;
   if (!f.measure.empty()) {
     r.supervise.measure = value_or_throw(parse_duration(f.measure, "--measure"));
     if (r.supervise.measure->count() <= 0)

@@ -64,6 +64,7 @@ struct RunFlags {
   bool no_instrument = false;
   std::string warmup = "5s";
   std::string measure;
+  int cpus_per_gpu = 0;  // 0: the GPUs' whole share
   std::vector<std::string> command;
 };
 void add_run_flags(CLI::App* sub, RunFlags& flags);

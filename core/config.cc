@@ -35,6 +35,8 @@ const std::vector<ConfigKey>& config_keys() {
        "nvidia-smi executable used for the inventory"},
       {"cgroup", "NODUS_CGROUP", "auto",
        "local job containment: auto (a cgroup v2 per job where one can be made) or off"},
+      {"cpusets", "NODUS_CPUSETS", "auto",
+       "local jobs with GPUs run on their GPUs' share of the CPUs: auto or off"},
   };
   return keys;
 }

@@ -8,6 +8,7 @@
 #include <charconv>
 #include <climits>
 #include <memory>
+#include <sstream>
 
 namespace nodus {
 namespace {
@@ -24,6 +25,31 @@ bool parse_pid(const char* s, pid_t* out) {
   if (!to_number(std::string_view(s), &v) || v <= 0 || v > INT_MAX) return false;
   *out = static_cast<pid_t>(v);
   return true;
+}
+
+// Mountinfo escapes space, tab, newline and backslash as \ooo.
+std::string unescape(const std::string& s) {
+  std::string out;
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (s[i] == '\\' && i + 3 < s.size()) {
+      int v = 0;
+      bool octal = true;
+      for (size_t k = 1; k <= 3; ++k) {
+        if (i + k >= s.size() || s[i + k] < '0' || s[i + k] > '7') {
+          octal = false;
+          break;
+        }
+        v = v * 8 + (s[i + k] - '0');
+      }
+      if (octal) {
+        out += static_cast<char>(v);
+        i += 3;
+        continue;
+      }
+    }
+    out += s[i];
+  }
+  return out;
 }
 
 }  // namespace
@@ -135,6 +161,52 @@ std::vector<std::string> read_proc_fd_targets(pid_t pid) {
 bool process_gone(pid_t pid) {
   auto st = read_proc_stat(pid);
   return !st || st->zombie();
+}
+
+std::optional<std::string> cgroup2_mount(const std::string& mountinfo) {
+  std::istringstream in(mountinfo);
+  std::string line;
+  while (std::getline(in, line)) {
+    size_t dash = line.find(" - ");
+    if (dash == std::string::npos) continue;
+    std::istringstream tail(line.substr(dash + 3));
+    std::string fstype;
+    tail >> fstype;
+    if (fstype != "cgroup2") continue;
+    std::istringstream head(line.substr(0, dash));
+    std::string field, mount_point;
+    for (int i = 0; i < 5 && head >> field; ++i)
+      if (i == 4) mount_point = field;
+    if (!mount_point.empty()) return unescape(mount_point);
+  }
+  return std::nullopt;
+}
+
+std::optional<std::string> unified_path(const std::string& proc_cgroup) {
+  std::istringstream in(proc_cgroup);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("0::", 0) != 0) continue;
+    std::string path = line.substr(3);
+    // A process in a cgroup that was removed shows " (deleted)".
+    if (path.empty() || path[0] != '/' || path.find(" (deleted)") != std::string::npos)
+      return std::nullopt;
+    while (path.size() > 1 && path.back() == '/') path.pop_back();
+    return path;
+  }
+  return std::nullopt;
+}
+
+std::optional<std::string> process_cgroup_dir(pid_t pid) {
+  static const std::optional<std::string> mount = [] {
+    auto mountinfo = read_small_file("/proc/self/mountinfo");
+    return mountinfo ? cgroup2_mount(*mountinfo) : std::nullopt;
+  }();
+  if (!mount) return std::nullopt;
+  auto text = pid == 0 ? read_small_file("/proc/self/cgroup") : read_proc_file(pid, "cgroup");
+  auto path = text ? unified_path(*text) : std::nullopt;
+  if (!path) return std::nullopt;
+  return *path == "/" ? *mount : *mount + *path;
 }
 
 }  // namespace nodus

@@ -59,4 +59,15 @@ std::vector<std::string> read_proc_fd_targets(pid_t pid);
 // True when the process no longer exists or is a zombie (it runs nothing any more).
 bool process_gone(pid_t pid);
 
+// cgroup v2. The mount point of the cgroup2 file system from /proc/self/mountinfo's text
+// (/sys/fs/cgroup on a pure v2 host, /sys/fs/cgroup/unified on a hybrid one), and the
+// unified-hierarchy path from a /proc/<pid>/cgroup text ("0::/a/b" -> "/a/b"; nullopt when the
+// line is missing or the cgroup was removed). Pure, unit-tested.
+std::optional<std::string> cgroup2_mount(const std::string& mountinfo);
+std::optional<std::string> unified_path(const std::string& proc_cgroup);
+
+// The folder of pid's cgroup v2 (0: this process), e.g. /sys/fs/cgroup/unified/nodus/job-7.1;
+// nullopt when there is no cgroup2 mount or the process is gone.
+std::optional<std::string> process_cgroup_dir(pid_t pid);
+
 }  // namespace nodus

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <limits>
 
+#include "backend/local/cpuset.h"
 #include "core/parse.h"
 #include "engine/measure.h"
 #include "engine/series_source.h"
@@ -255,6 +256,21 @@ std::string JobObserver::finish(const JobRecord& job) {
                     {"evidence", f.evidence},
                     {"signals", f.signals},
                     {"note", f.note}});
+  // More DataLoader workers than the CPUs the job was given (backend/local/cpuset.h): a note in
+  // `show`, and in the sweep table's VERDICT.
+  const int cpus = job.options.value("cpus", 0);
+  if (auto workers = backend::local::workers_over_cpus(stats.value("loaders", nlohmann::json()),
+                                                       stats.value("loader_driver", ""), cpus)) {
+    list.push_back({{"rule", "workers-over-cpus"},
+                    {"verdict", "workers>cpus"},
+                    {"cause", "its loader workers take turns on its cores"},
+                    {"fix", "fewer workers, a larger --cpus-per-gpu, or fewer cells side by side"},
+                    {"evidence", "num_workers=" + std::to_string(*workers) + " > its " +
+                                     std::to_string(cpus) + " CPUs"},
+                    {"signals", nlohmann::json::array({"cpu"})},
+                    {"note", true}});
+    stats["verdict"] = stats["verdict"].get<std::string>() + " (workers>cpus)";
+  }
   stats["findings"] = list;
   m.store.put_stats({job.id, stats});
 

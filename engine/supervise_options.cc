@@ -12,6 +12,7 @@ nlohmann::json SuperviseOptions::to_json() const {
   j["instrument"] = instrument;
   j["warmup"] = warmup;
   if (measure) j["measure_ms"] = measure->count();
+  if (cpus_per_gpu) j["cpus_per_gpu"] = *cpus_per_gpu;
   if (min_util) j["min_util"] = *min_util;
   if (budget_cap) j["budget_cap"] = *budget_cap;
   return j;
@@ -28,6 +29,7 @@ SuperviseOptions SuperviseOptions::from_json(const nlohmann::json& j) {
   o.throughput_metric = j.value("throughput", std::string("samples_per_sec"));
   o.instrument = j.value("instrument", true);
   o.warmup = j.value("warmup", std::string("5s"));
+  if (j.contains("cpus_per_gpu")) o.cpus_per_gpu = j["cpus_per_gpu"].get<int>();
   if (j.contains("measure_ms"))
     o.measure = std::chrono::milliseconds(j["measure_ms"].get<int64_t>());
   return o;

@@ -20,6 +20,7 @@ struct SuperviseOptions {
   bool instrument = true;     // the Python hook for jobs that run Python (--no-instrument)
   std::string warmup = "5s";  // batches ("20") or a duration (--warmup)
   std::optional<std::chrono::milliseconds> measure;  // stop after this much steady state
+  std::optional<int> cpus_per_gpu;                   // --cpus-per-gpu (backend/local/cpuset.h)
 
   nlohmann::json to_json() const;
   static SuperviseOptions from_json(const nlohmann::json& j);

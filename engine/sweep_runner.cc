@@ -11,6 +11,7 @@
 
 #include "core/error.h"
 #include "core/pidfd.h"
+#include "engine/cell_order.h"
 #include "engine/signals.h"
 #include "engine/supervisor_process.h"
 #include "engine/sweep_progress.h"
@@ -121,11 +122,20 @@ std::string SweepRunner::run(store::SweepRecord& sweep, std::vector<PlannedCell>
   // A resumed sweep has spent what every earlier attempt of every cell cost, not only the cells
   // that completed: the budget covers the sweep, however many times it was resumed.
   if (sweep.id != 0) scheduler.add_done(store_.sweep_spent(sweep.id));
+  // Longest first where earlier runs of the same cells tell how long they take (cell_order.h).
+  const auto known =
+      known_durations(store_, sweep.argv, sweep.backend,
+                      sweep.id != 0 ? std::optional<int64_t>(sweep.id) : std::nullopt);
+  std::vector<CellEstimate> estimates;
   for (size_t i = 0; i < cells.size(); ++i) {
+    if (cells[i].done) continue;
+    auto it = known.find(cells[i].job.argv);
+    estimates.push_back({i, it == known.end() ? std::nullopt : std::optional<double>(it->second)});
+  }
+  for (size_t i : order_cells(estimates)) {
     const JobRecord& job = cells[i].job;
-    if (!cells[i].done)
-      scheduler.add_pending(i, worst_case_cost(job.gpu_count, job.rate_per_gpu_hour, job.max_cost,
-                                               job.timeout_ms, job.grace_ms));
+    scheduler.add_pending(i, worst_case_cost(job.gpu_count, job.rate_per_gpu_hour, job.max_cost,
+                                             job.timeout_ms, job.grace_ms));
   }
   progress_.begin(cells, settings.budget);
   CellLauncher launcher(store_, progress_, sweep, cells, settings);

@@ -51,24 +51,10 @@ std::optional<std::pair<uint64_t, uint64_t>> parse_cpu_iowait(std::string_view t
 }
 
 IoTracker::IoTracker(pid_t main_pid, std::unique_ptr<ProcReader> reader)
-    : reader_(std::move(reader)) {
-  root_.main_pid = main_pid;
-  if (auto text = reader_->stat(main_pid)) {
-    if (auto st = parse_proc_stat(*text)) {
-      if (st->session != reader_->self_session()) root_.session = st->session;
-      if (st->pgrp != reader_->self_pgrp()) root_.pgrp = st->pgrp;
-    }
-  }
-}
+    : reader_(std::move(reader)), walker_(main_pid, *reader_) {}
 
 void IoTracker::sample() {
-  std::vector<ProcStat> all;
-  for (pid_t pid : reader_->pids()) {
-    auto text = reader_->stat(pid);
-    if (!text) continue;
-    if (auto st = parse_proc_stat(*text)) all.push_back(*st);
-  }
-  for (const auto& p : select_tree(all, root_)) {
+  for (const auto& p : walker_.members()) {
     auto text = slurp("/proc/" + std::to_string(p.pid) + "/io");
     if (!text) continue;
     auto bytes = parse_read_bytes(*text);

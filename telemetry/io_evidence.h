@@ -42,7 +42,7 @@ class IoTracker {
 
  private:
   std::unique_ptr<ProcReader> reader_;
-  TreeRoot root_;
+  TreeWalker walker_;  // the job's processes, without reading every process on the host
   // (pid, starttime) -> read_bytes at first sight and now: a process seen first mid-run
   // contributes what it read after that, one present from the start all it read.
   std::map<std::pair<pid_t, uint64_t>, std::pair<uint64_t, uint64_t>> bytes_;

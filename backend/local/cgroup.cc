@@ -28,31 +28,6 @@ bool write_text(const std::string& path, const char* text) {
   return n == static_cast<ssize_t>(std::strlen(text));
 }
 
-// Mountinfo escapes space, tab, newline and backslash as \ooo.
-std::string unescape(const std::string& s) {
-  std::string out;
-  for (size_t i = 0; i < s.size(); ++i) {
-    if (s[i] == '\\' && i + 3 < s.size()) {
-      int v = 0;
-      bool octal = true;
-      for (size_t k = 1; k <= 3; ++k) {
-        if (i + k >= s.size() || s[i + k] < '0' || s[i + k] > '7') {
-          octal = false;
-          break;
-        }
-        v = v * 8 + (s[i + k] - '0');
-      }
-      if (octal) {
-        out += static_cast<char>(v);
-        i += 3;
-        continue;
-      }
-    }
-    out += s[i];
-  }
-  return out;
-}
-
 std::vector<pid_t> parse_pids(const std::string& text) {
   std::vector<pid_t> out;
   std::istringstream in(text);
@@ -115,40 +90,6 @@ void find_parent(ParentCache& c) {
 
 }  // namespace
 
-std::optional<std::string> cgroup2_mount(const std::string& mountinfo) {
-  std::istringstream in(mountinfo);
-  std::string line;
-  while (std::getline(in, line)) {
-    size_t dash = line.find(" - ");
-    if (dash == std::string::npos) continue;
-    std::istringstream tail(line.substr(dash + 3));
-    std::string fstype;
-    tail >> fstype;
-    if (fstype != "cgroup2") continue;
-    std::istringstream head(line.substr(0, dash));
-    std::string field, mount_point;
-    for (int i = 0; i < 5 && head >> field; ++i)
-      if (i == 4) mount_point = field;
-    if (!mount_point.empty()) return unescape(mount_point);
-  }
-  return std::nullopt;
-}
-
-std::optional<std::string> unified_path(const std::string& proc_self_cgroup) {
-  std::istringstream in(proc_self_cgroup);
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.rfind("0::", 0) != 0) continue;
-    std::string path = line.substr(3);
-    // A process in a cgroup that was removed shows " (deleted)".
-    if (path.empty() || path[0] != '/' || path.find(" (deleted)") != std::string::npos)
-      return std::nullopt;
-    while (path.size() > 1 && path.back() == '/') path.pop_back();
-    return path;
-  }
-  return std::nullopt;
-}
-
 std::optional<std::string> cgroup_parent(std::string* why) {
   ParentCache& c = cache();
   std::call_once(c.once, [&c] { find_parent(c); });
@@ -172,6 +113,22 @@ Result<JobCgroup> JobCgroup::create(const std::string& parent, const std::string
     return Error::permanent("open " + path + "/cgroup.procs: " + std::strerror(e));
   }
   return g;
+}
+
+Result<void> JobCgroup::restrict_cpus(const std::string& cpu_list) const {
+  const std::string file = path_ + "/cpuset.cpus";
+  if (::access(file.c_str(), W_OK) != 0) {
+    const std::string parent = path_.substr(0, path_.rfind('/'));
+    auto controllers = read_small_file(parent + "/cgroup.controllers");
+    if (!controllers || (" " + *controllers).find(" cpuset") == std::string::npos)
+      return Error::permanent("the cpuset controller is not available in " + parent);
+    if (!write_text(parent + "/cgroup.subtree_control", "+cpuset"))
+      return Error::permanent("cannot enable cpuset in " + parent +
+                              "/cgroup.subtree_control: " + std::strerror(errno));
+  }
+  if (!write_text(file, cpu_list.c_str()))
+    return Error::permanent("cannot write " + file + ": " + std::strerror(errno));
+  return {};
 }
 
 JobCgroup::JobCgroup(JobCgroup&& o) noexcept : path_(std::move(o.path_)), procs_fd_(o.procs_fd_) {

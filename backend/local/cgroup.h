@@ -20,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "core/proc.h"
 #include "core/result.h"
 
 namespace nodus::backend::local {
@@ -28,10 +29,10 @@ namespace nodus::backend::local {
 // reason in *why when none is usable or NODUS_CGROUP=off.
 std::optional<std::string> cgroup_parent(std::string* why = nullptr);
 
-// Pure helpers, unit-tested: the cgroup2 mount point from /proc/self/mountinfo's text, and the
-// unified-hierarchy path from /proc/self/cgroup's text ("0::/a/b" -> "/a/b").
-std::optional<std::string> cgroup2_mount(const std::string& mountinfo);
-std::optional<std::string> unified_path(const std::string& proc_self_cgroup);
+// The pure parsers of /proc/self/mountinfo and /proc/self/cgroup live in core/proc.h (the host
+// sampler reads a job's cgroup too).
+using nodus::cgroup2_mount;
+using nodus::unified_path;
 
 struct CgroupUsage {
   std::optional<double> cpu_seconds;    // cpu.stat usage_usec
@@ -66,6 +67,11 @@ class JobCgroup {
   // members still there after `limit` (a process stuck in the kernel, state D).
   Result<void> kill(std::chrono::milliseconds limit) const;
   CgroupUsage usage() const;
+  // Confines the cgroup to these CPUs (cpuset.cpus, "0-3,8"), before any process joins: the
+  // job cannot widen it, unlike its affinity. Enables the cpuset controller in the parent's
+  // cgroup.subtree_control where the parent has it; an error says why not (the caller then
+  // relies on sched_setaffinity alone).
+  Result<void> restrict_cpus(const std::string& cpu_list) const;
   // rmdir once empty; a no-op when already removed.
   Result<void> remove();
 

@@ -23,6 +23,7 @@
 //   is_convertible and decay unqualified; both are supplied before the Boost includes.
 
 #include <fcntl.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
@@ -58,6 +59,7 @@ using bp::error_code;
 // What went wrong in the child before exec, sent to the parent on the report pipe.
 enum class Step : int {
   kCgroup = 1,
+  kAffinity,
   kSession,
   kParentDeath,
   kSupervisorGone,
@@ -70,6 +72,8 @@ const char* step_text(Step s) {
   switch (s) {
     case Step::kCgroup:
       return "joining the job's cgroup";
+    case Step::kAffinity:
+      return "sched_setaffinity to the job's CPUs";
     case Step::kSession:
       return "setsid";
     case Step::kParentDeath:
@@ -98,6 +102,7 @@ struct ChildSetup {
   const char* workdir = nullptr;  // nullptr: stay
   int report_fd = -1;
   int cgroup_fd = -1;
+  const cpu_set_t* cpus = nullptr;  // nullptr: keep nodus's affinity
 
   [[noreturn]] void fail(Step step) const {
     Report r{step, errno};
@@ -109,6 +114,8 @@ struct ChildSetup {
   template <typename Launcher>
   error_code on_exec_setup(Launcher& launcher, const std::filesystem::path&, const char* const*&) {
     if (cgroup_fd >= 0 && ::write(cgroup_fd, "0", 1) != 1) fail(Step::kCgroup);
+    if (cpus != nullptr && ::sched_setaffinity(0, sizeof(cpu_set_t), cpus) != 0)
+      fail(Step::kAffinity);
     if (::setsid() < 0) fail(Step::kSession);
     if (::prctl(PR_SET_PDEATHSIG, SIGKILL) != 0) fail(Step::kParentDeath);
     // The supervisor may have died before the prctl: then nothing would ever kill us.
@@ -229,6 +236,16 @@ Result<Launched> launch(const LaunchRequest& request) {
   setup.workdir = request.workdir.empty() ? nullptr : request.workdir.c_str();
   setup.report_fd = report_write.fd;
   setup.cgroup_fd = request.cgroup_procs_fd;
+  cpu_set_t cpus;
+  CPU_ZERO(&cpus);
+  for (int c : request.cpus) {
+    if (c < 0 || c >= CPU_SETSIZE)
+      return Error::permanent("cannot start '" + command + "': CPU " + std::to_string(c) +
+                                  " is beyond what sched_setaffinity takes",
+                              125);
+    CPU_SET(c, &cpus);
+  }
+  if (!request.cpus.empty()) setup.cpus = &cpus;
 
   // A fresh io_context per launch: the launcher notifies it around fork, and one that never
   // registered a descriptor has nothing to re-create in the child.

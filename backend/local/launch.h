@@ -3,8 +3,8 @@
 // default_launcher forks; in the child, before exec, the process gets its own session and
 // process group, dies with the supervisor (PR_SET_PDEATHSIG), has default signal dispositions
 // and an empty mask, stdin from /dev/null, stdout and stderr on the given descriptors, and the
-// job's working directory; with a cgroup it joins that cgroup first. launch() returns once the exec
-// succeeded (or why it did not).
+// job's working directory; with a cgroup it joins that cgroup first; with CPUs it runs on those.
+// launch() returns once the exec succeeded (or why it did not).
 
 #include <sys/types.h>
 
@@ -26,6 +26,9 @@ struct LaunchRequest {
   // cgroup.procs of the job's cgroup (cgroup.h), -1 for none: the child writes "0" to it before
   // anything else, so the job is contained before it can fork.
   int cgroup_procs_fd = -1;
+  // The CPUs the child may run on (cpuset.h); empty: nodus's own. Set with sched_setaffinity
+  // in the child before exec, so the job's first thread already runs there.
+  std::vector<int> cpus;
 };
 
 struct Launched {

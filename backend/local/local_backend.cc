@@ -6,6 +6,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -14,11 +15,13 @@
 
 #include "backend/local/cgroup.h"
 #include "backend/local/container.h"
+#include "backend/local/cpuset.h"
 #include "backend/local/gpu_holders.h"
 #include "backend/local/launch.h"
 #include "backend/local/output.h"
 #include "backend/local/process_tree.h"
 #include "backend/local/sentinel.h"
+#include "core/config.h"
 #include "core/files.h"
 
 namespace nodus::backend {
@@ -155,7 +158,40 @@ Result<void> LocalBackend::submit(JobRecord& job, const LaunchSpec& spec) {
     else
       why_no_cgroup = made.error().message;
   }
-  auto launched = launch({argv, env, job.workdir, out[1], err[1], j->cgroup.procs_fd()});
+  // Disjoint CPUs for jobs that share the host's GPUs (cpuset.h).
+  std::vector<int> cpus;
+  if (!job.gpu_indices.empty() && config_get("cpusets") != "off") {
+    // --cpus-per-gpu travels in the job's options (engine/supervise_options.h).
+    std::optional<int> per_gpu;
+    if (job.options.contains("cpus_per_gpu") && job.options["cpus_per_gpu"].is_number_integer())
+      per_gpu = job.options["cpus_per_gpu"].get<int>();
+    auto plan = plan_cpus(detect_topology(), job.gpu_indices, per_gpu);
+    if (!plan.ok()) {
+      for (int fd : {out[0], out[1], err[0], err[1], log_fd})
+        if (fd >= 0) ::close(fd);
+      if (j->cgroup.valid()) (void)j->cgroup.remove();
+      return plan.error();
+    }
+    cpus = plan->cpus;
+    for (const auto& [k, v] : cpu_environment(cpus, env)) {
+      std::string entry = k + "=" + v;
+      auto same = [&k](const std::string& e) { return e.rfind(k + "=", 0) == 0; };
+      auto it = std::find_if(env.begin(), env.end(), same);
+      if (it != env.end())
+        *it = entry;
+      else
+        env.push_back(entry);
+    }
+    std::string how = "sched_setaffinity";
+    if (j->cgroup.valid()) {
+      auto confined = j->cgroup.restrict_cpus(format_cpu_list(cpus));
+      how = confined.ok() ? "cgroup cpuset" : "sched_setaffinity; " + confined.error().message;
+    }
+    add_note(job, plan->note + " by " + how);
+    job.options["cpus"] = static_cast<int>(cpus.size());  // for the end-of-job workers check
+  }
+  auto launched =
+      launch({argv, env, job.workdir, out[1], err[1], j->cgroup.procs_fd(), std::move(cpus)});
   ::close(out[1]);
   ::close(err[1]);
   if (!launched.ok()) {

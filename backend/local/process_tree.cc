@@ -1,18 +1,22 @@
 #include "backend/local/process_tree.h"
 
+#include <dirent.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
+#include <cstdlib>
 #include <map>
 #include <mutex>
 #include <unordered_map>
 
 #include "core/helper_children.h"
+#include "core/proc.h"
 
 namespace nodus::backend::local {
 namespace {
@@ -144,8 +148,68 @@ std::optional<int> reap_if_zombie(pid_t pid) {
   return std::nullopt;
 }
 
+namespace {
+
+// The children of every thread of this process (/proc/self/task/*/children).
+std::vector<pid_t> own_children() {
+  std::vector<pid_t> out;
+  DIR* dir = ::opendir("/proc/self/task");
+  if (dir == nullptr) return out;
+  while (dirent* e = ::readdir(dir)) {
+    if (e->d_name[0] < '0' || e->d_name[0] > '9') continue;
+    auto text = read_small_file(std::string("/proc/self/task/") + e->d_name + "/children");
+    if (!text) continue;
+    const char* p = text->c_str();
+    for (char* end = nullptr;; p = end) {
+      long v = std::strtol(p, &end, 10);
+      if (end == p) break;
+      out.push_back(static_cast<pid_t>(v));
+    }
+  }
+  ::closedir(dir);
+  return out;
+}
+
+// True when nothing of the job can be left, known without reading every process on the host:
+// this process is a child subreaper and the job's main process is reaped (reaping it here if it
+// is a zombie), so every live descendant of the job has an ancestor chain that ends in one of
+// this process's children (an orphan is reparented to us); when those children are only
+// nodus's helpers and other jobs' main processes, the job has no process left.
+bool nothing_left(pid_t main_pid, const std::function<void(pid_t, int)>& on_reaped) {
+  int subreaper = 0;
+  if (::prctl(PR_GET_CHILD_SUBREAPER, &subreaper) != 0 || subreaper != 1) return false;
+  std::vector<pid_t> mains;
+  bool main_reaped = false;
+  {
+    std::lock_guard lock(registry_mu);
+    for (const auto& [pid, root] : registry()) {
+      if (pid == main_pid)
+        main_reaped = root.main_reaped;
+      else
+        mains.push_back(pid);
+    }
+  }
+  for (pid_t child : own_children()) {
+    if (child == main_pid && !main_reaped) {
+      auto status = reap_if_zombie(child);
+      if (!status) return false;  // still running
+      mark_main_reaped(main_pid);
+      main_reaped = true;
+      if (on_reaped) on_reaped(child, *status);
+      continue;
+    }
+    if (is_helper_child(child) || std::find(mains.begin(), mains.end(), child) != mains.end())
+      continue;
+    return false;  // an orphan, or a child of ours we do not know: the scan decides
+  }
+  return main_reaped || process_gone(main_pid);
+}
+
+}  // namespace
+
 Result<void> kill_tree(pid_t main_pid, std::chrono::milliseconds limit,
                        const std::function<void(pid_t, int)>& on_reaped) {
+  if (nothing_left(main_pid, on_reaped)) return {};
   using Clock = std::chrono::steady_clock;
   const auto deadline = Clock::now() + limit;
   const pid_t self = ::getpid();

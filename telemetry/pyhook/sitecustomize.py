@@ -95,7 +95,8 @@ class _NodusHook(object):
             name = "%s@%s" % (type(dataset).__name__, site)
             entry = {"name": name, "batches": 0, "samples": 0, "wait": 0.0, "step": 0.0,
                      "steps": 0, "iw": 0.0, "istep": 0.0, "isteps": 0, "isamples": 0,
-                     "ibatches": 0, "last_bs": 0, "dataset": dataset}
+                     "ibatches": 0, "last_bs": 0, "dataset": dataset,
+                     "num_workers": getattr(it, "_num_workers", None)}
             self.loaders[key] = entry
             self.order.append(key)
         return entry
@@ -208,7 +209,7 @@ class _NodusHook(object):
             e = self.loaders[key]
             loaders.append({"name": e["name"], "batches": e["batches"], "samples": e["samples"],
                             "wait_s": round(e["wait"], 6), "step_s": round(e["step"], 6),
-                            "steps": e["steps"]})
+                            "steps": e["steps"], "num_workers": e["num_workers"]})
         d = self.driver()
         state = {"rank": self.rank, "world_size": self.world, "pid": self.pid,
                  "loaders": loaders, "driver": d["name"] if d else None,

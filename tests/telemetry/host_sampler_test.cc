@@ -27,7 +27,11 @@ struct FakeProc {
 struct FakeWorld {
   std::map<pid_t, FakeProc> procs;
   int cores = 16;
-  pid_t self_session = 100, self_pgrp = 100;
+  pid_t self_pid = 100, self_session = 100, self_pgrp = 100;
+  // cgroup folder by pid (absent: no cgroup known), and the members of each folder.
+  std::map<pid_t, std::string> cgroup_of;
+  std::map<std::string, std::vector<pid_t>> cgroups;
+  int stat_reads = 0;  // how many /proc/PID/stat the sampler read
 };
 
 class FakeReader : public ProcReader {
@@ -38,7 +42,25 @@ class FakeReader : public ProcReader {
     for (const auto& [pid, p] : w_->procs) out.push_back(pid);
     return out;
   }
+  std::vector<pid_t> children(pid_t pid) override {
+    std::vector<pid_t> out;
+    for (const auto& [child, p] : w_->procs)
+      if (p.ppid == pid) out.push_back(child);
+    return out;
+  }
+  std::optional<std::string> cgroup_dir(pid_t pid) override {
+    auto it = w_->cgroup_of.find(pid == 0 ? w_->self_pid : pid);
+    if (it == w_->cgroup_of.end()) return std::nullopt;
+    return it->second;
+  }
+  std::optional<std::vector<pid_t>> cgroup_procs(const std::string& dir) override {
+    auto it = w_->cgroups.find(dir);
+    if (it == w_->cgroups.end()) return std::nullopt;
+    return it->second;
+  }
+  pid_t self_pid() override { return w_->self_pid; }
   std::optional<std::string> stat(pid_t pid) override {
+    ++w_->stat_reads;
     auto it = w_->procs.find(pid);
     if (it == w_->procs.end()) return std::nullopt;
     const FakeProc& p = it->second;
@@ -113,11 +135,60 @@ TEST(HostSampler, ReusedPidIsANewProcess) {
 TEST(HostSampler, OrphansInTheSessionStillCount) {
   FakeWorld w = job_world();
   auto s = make(&w);
-  // 501 double-forked: 503 lives on, reparented to init, still in the job's session.
-  w.procs[503] = {1, 503, 500, 70, 0, 13, 10};
+  // 501 double-forked: 503 lives on, reparented to nodus (a child subreaper), still in the
+  // job's session; 504, another orphan of nodus in another session, is not the job's.
+  w.procs[503] = {100, 503, 500, 70, 0, 13, 10};
+  w.procs[504] = {100, 504, 504, 900, 0, 14, 10};
   HostSample h = s.sample_at(1, 1.0);
   EXPECT_DOUBLE_EQ(h.cpu_percent, 70);
   EXPECT_EQ(h.nprocs, 3);
+}
+
+// The cost of a tick follows the job, not the host: with a thousand unrelated processes the
+// sampler reads the stat of the job's processes only.
+TEST(HostSampler, ReadsOnlyTheJobsProcesses) {
+  FakeWorld w = job_world();
+  for (pid_t pid = 2000; pid < 3000; ++pid) w.procs[pid] = {1, pid, pid, 5, 0, 1, 1};
+  auto s = make(&w);
+  w.stat_reads = 0;
+  w.procs[501].utime += 40;
+  HostSample h = s.sample_at(1, 1.0);
+  EXPECT_DOUBLE_EQ(h.cpu_percent, 40);
+  EXPECT_EQ(h.nprocs, 2);
+  EXPECT_LE(w.stat_reads, 3);  // 500 and 501; never the 1,000 others
+}
+
+// With a cgroup of its own the members are the cgroup's: a process that left the session and
+// was adopted by init (beyond any /proc walk from the job) still counts.
+TEST(HostSampler, JobWithItsOwnCgroupCountsItsMembers) {
+  FakeWorld w = job_world();
+  w.procs[700] = {1, 700, 700, 0, 0, 15, 10};  // setsid + double fork: parent 1, own session
+  w.cgroup_of[100] = "/cg/user";
+  w.cgroup_of[500] = "/cg/user/nodus/job-1";
+  w.cgroups["/cg/user/nodus/job-1"] = {500, 501, 700};
+  auto s = make(&w);
+  EXPECT_EQ(s.cgroup(), "/cg/user/nodus/job-1");
+  w.procs[700].utime += 60;
+  w.procs[900].utime += 100;  // not in the cgroup
+  HostSample h = s.sample_at(1, 1.0);
+  EXPECT_DOUBLE_EQ(h.cpu_percent, 60);
+  EXPECT_EQ(h.nprocs, 3);
+}
+
+// A job in nodus's own cgroup (no cgroup of its own: NODUS_CGROUP=off) is walked, never taken
+// as that cgroup's members, which may be the whole host.
+TEST(HostSampler, SharedCgroupIsNotTheJobs) {
+  FakeWorld w = job_world();
+  w.cgroup_of[100] = "/cg/user";
+  w.cgroup_of[500] = "/cg/user";
+  w.cgroups["/cg/user"] = {100, 500, 501, 900};
+  auto s = make(&w);
+  EXPECT_EQ(s.cgroup(), "");
+  w.procs[900].utime += 100;
+  w.procs[501].utime += 10;
+  HostSample h = s.sample_at(1, 1.0);
+  EXPECT_DOUBLE_EQ(h.cpu_percent, 10);
+  EXPECT_EQ(h.nprocs, 2);
 }
 
 TEST(HostSampler, JobSharingNodusSessionCountsOnlyDescendants) {
