@@ -23,8 +23,6 @@ int main(int argc, char** argv) {
   CLI::App app{"nodus: run GPU jobs with hard cost caps, sweep them, and see what idle GPUs cost"};
   app.formatter(std::make_shared<cli::HelpFormatter>());  // inherited by every subcommand
   app.set_version_flag("--version", "nodus 0.1.0");
-  // Every subcommand's options on one page: what help2man turns into the man page.
-  app.set_help_all_flag("--help-all", "print help for every command");
   app.require_subcommand(1);
   std::vector<cli::Command> commands = {
       cli::add_run(app),    cli::add_sweep(app),     cli::add_ps(app),         cli::add_show(app),
@@ -32,6 +30,9 @@ int main(int argc, char** argv) {
       cli::add_prices(app), cli::add_estimate(app),  cli::add_report(app),     cli::add_config(app),
       cli::add_gpus(app),   cli::add_supervise(app), cli::add_completion(app),
   };
+  // Every subcommand's options on one page: what help2man turns into the man page. Set after
+  // the subcommands are made, so they do not inherit it (their --help stays their own).
+  app.set_help_all_flag("--help-all", "print help for every command");
   cli::harden(app);
   try {
     // The job's command (after "--", or from the first plain word of `run`/`sweep`) never

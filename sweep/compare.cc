@@ -164,6 +164,7 @@ Result<Table> compare_table(const std::vector<CellResult>& cells, const CompareO
     bool known = false;
     std::string keys;
     for (const auto& col : l.columns) {
+      if (col.key == "params") continue;  // an object: nothing to order by
       known |= col.key == options.sort;
       keys += (keys.empty() ? "" : ", ") + col.key;
     }

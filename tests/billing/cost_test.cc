@@ -19,8 +19,13 @@ TEST(CostUsd, EightH100SxmForADayIs499Dollars20) {
 TEST(CostUsd, BillsPerSecondAndScalesWithGpus) {
   EXPECT_NEAR(cost_usd(1, 3.60, 1), 0.001, 1e-12);
   EXPECT_NEAR(cost_usd(4, 2.60, 90), 4 * 2.60 * 90 / 3600, 1e-12);
-  EXPECT_EQ(cost_usd(0, 2.60, 3600), 0.0);
   EXPECT_EQ(cost_usd(8, 0.0, 3600), 0.0);
+  EXPECT_EQ(cost_usd(0, 0.0, 3600), 0.0);  // a CPU-only job without a declared rate is free
+}
+
+TEST(CostUsd, AJobWithoutGpusIsBilledAsOneUnitAtTheBoxRate) {
+  EXPECT_NEAR(cost_usd(0, 0.68, 3600), 0.68, 1e-12);  // NODUS_LOCAL_USD_PER_HOUR=0.68
+  EXPECT_NEAR(usd_per_second(0, 3.60), 0.001, 1e-12);
 }
 
 TEST(CapSeconds, FiveDollarsOnOneH100SxmLastsAboutSixThousandNineHundredSeconds) {
@@ -38,7 +43,8 @@ TEST(CapSeconds, IsTheInverseOfCost) {
 
 TEST(CapSeconds, FreeGpusNeverHitTheCap) {
   EXPECT_TRUE(std::isinf(cap_seconds(5.0, 8, 0.0)));
-  EXPECT_TRUE(std::isinf(cap_seconds(5.0, 0, 2.60)));
+  EXPECT_TRUE(std::isinf(cap_seconds(5.0, 0, 0.0)));
+  EXPECT_NEAR(cap_seconds(1.0, 0, 3600), 1.0, 1e-12);  // a $3600/h box: $1 lasts a second
 }
 
 }  // namespace

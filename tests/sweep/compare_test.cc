@@ -242,7 +242,8 @@ TEST(SweepCompare, UnknownSortColumnListsKeys) {
   ASSERT_FALSE(t.ok());
   EXPECT_EQ(t.error().message,
             "--sort: unknown column 'speed': expected one of cell, num_workers, status, wall_s, "
-            "cost_usd, throughput, usd_per_million_samples, data_wait");
+            "cost_usd, throughput, usd_per_million_samples, data_wait, util_mean, idle_usd, "
+            "verdict, gpu_seconds, exit_code, best");
 }
 
 TEST(SweepCompare, ParamNamedLikeAColumnGetsAPrefixedKey) {
