@@ -1081,8 +1081,8 @@ def cmd_report(a):
         cp = la.get("cpu_per_job_ms")
         if cp:
             dc = cp["direct"]["median"]
-            L += ["", "CPU per job (user + system of the loop and all it ran, from getrusage; 10 ms ticks summed",
-                  "over the loop), which other processes' load does not inflate as it does wall time:", "",
+            L += ["", "CPU per job (user + system of the loop and everything it ran, from getrusage(RUSAGE_CHILDREN)),",
+                  "which other processes' load does not inflate as it does wall time:", "",
                   "| runner | CPU ms per job | over direct exec |", "|---|---|---|"]
             for k in ("direct", "timeout", "nodus_base", "nodus", "parallel", "nodus_help"):
                 if k in cp:

@@ -194,11 +194,12 @@ Result<CpuPlan> plan_cpus(const HostTopology& host, const std::vector<int>& gpu_
   const auto shares = gpu_shares(host);
   std::set<int> cpus;
   for (int g : gpu_indices) {
-    if (g < 0 || g >= static_cast<int>(shares.size()))
-      return Error::permanent("GPU " + std::to_string(g) + " is not one of the " +
-                                  std::to_string(shares.size()) + " GPUs of " + host.source +
-                                  ": no CPU set (set NODUS_CPUSETS=off to run without one)",
-                              125);
+    if (g < 0 || g >= static_cast<int>(shares.size())) {
+      // GPUs the topology does not show (no PCI view in a container, say): run as before.
+      plan.note = "no CPU set: GPU " + std::to_string(g) + " is not among the " +
+                  std::to_string(shares.size()) + " GPUs of " + host.source;
+      return plan;
+    }
     const auto& share = shares[g];
     if (cpus_per_gpu && *cpus_per_gpu > static_cast<int>(share.size()))
       return Error::permanent(

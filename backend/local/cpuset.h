@@ -51,8 +51,9 @@ struct CpuPlan {
   std::string note;       // for the job's note
 };
 
-// The CPU set of a job holding `gpu_indices`. Errors (exit 125): cpus_per_gpu above a GPU's
-// share (naming the share), or a GPU index the host does not have. Pure.
+// The CPU set of a job holding `gpu_indices`. An error (exit 125): cpus_per_gpu above a GPU's
+// share (naming the share). A GPU index the topology does not show gives no set and a note
+// saying so (the job runs as before). Pure.
 Result<CpuPlan> plan_cpus(const HostTopology& host, const std::vector<int>& gpu_indices,
                           std::optional<int> cpus_per_gpu);
 

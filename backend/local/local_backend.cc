@@ -160,6 +160,7 @@ Result<void> LocalBackend::submit(JobRecord& job, const LaunchSpec& spec) {
   }
   // Disjoint CPUs for jobs that share the host's GPUs (cpuset.h).
   std::vector<int> cpus;
+  std::string cpu_note;
   if (!job.gpu_indices.empty() && config_get("cpusets") != "off") {
     // --cpus-per-gpu travels in the job's options (engine/supervise_options.h).
     std::optional<int> per_gpu;
@@ -173,6 +174,10 @@ Result<void> LocalBackend::submit(JobRecord& job, const LaunchSpec& spec) {
       return plan.error();
     }
     cpus = plan->cpus;
+    cpu_note = plan->note;
+    if (cpus.empty() && !cpu_note.empty()) add_note(job, cpu_note);
+  }
+  if (!cpus.empty()) {
     for (const auto& [k, v] : cpu_environment(cpus, env)) {
       std::string entry = k + "=" + v;
       auto same = [&k](const std::string& e) { return e.rfind(k + "=", 0) == 0; };
@@ -187,7 +192,7 @@ Result<void> LocalBackend::submit(JobRecord& job, const LaunchSpec& spec) {
       auto confined = j->cgroup.restrict_cpus(format_cpu_list(cpus));
       how = confined.ok() ? "cgroup cpuset" : "sched_setaffinity; " + confined.error().message;
     }
-    add_note(job, plan->note + " by " + how);
+    add_note(job, cpu_note + " by " + how);
     job.options["cpus"] = static_cast<int>(cpus.size());  // for the end-of-job workers check
   }
   auto launched =

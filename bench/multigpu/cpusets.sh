@@ -33,7 +33,7 @@ if [ "$DRY" = 1 ]; then
   WORKERS=${DRY_WORKERS:-0}
   WARMUP=${WARMUP_DRY:-2s}
   MEASURE=${MEASURE_DRY:-4s}
-  cell() { echo "$PY bench/multigpu/cpu_cell.py 60"; }
+  cell() { echo "$PY bench/multigpu/cpu_cell.py ${DRY_SECONDS:-12}"; }
 else
   GPU=${GPU:-H200}
   cell() { echo "$PY bench/h200/imagenet_style.py --workers $1"; }

@@ -20,25 +20,32 @@ int own_cpus() {
   return CPU_COUNT(&set);
 }
 
-// A job that writes "<Cpus_allowed_list> <NODUS_CPUS> <OMP_NUM_THREADS>" (read by the job's own
-// shell, so what the kernel enforces) to <file>.<arg>, then sleeps so cells overlap.
+// A job that writes "A=<Cpus_allowed_list> C=<NODUS_CPUS> O=<OMP_NUM_THREADS>" (read by the
+// job's own shell, so what the kernel enforces) to <file>.<arg>, then sleeps so cells overlap.
+// No braces: a sweep would take them for placeholders.
 std::vector<std::string> report_job(const std::string& file, const std::string& arg,
                                     const std::string& sleep = "1") {
   return {"sh", "-c",
-          "echo \"$(grep Cpus_allowed_list: /proc/$$/status | cut -f2) ${NODUS_CPUS:--} "
-          "${OMP_NUM_THREADS:--}\" > " +
+          "echo \"A=$(grep Cpus_allowed_list: /proc/$$/status | cut -f2) C=$NODUS_CPUS "
+          "O=$OMP_NUM_THREADS\" > " +
               file + ".$1; sleep " + sleep,
           "sh", arg};
 }
 
 struct Seen {
-  std::string allowed, nodus_cpus, omp;
+  std::string allowed, nodus_cpus, omp;  // "-" when unset
 };
 
 Seen read_seen(const std::string& path) {
   std::istringstream in(read_file(path));
-  Seen s;
-  in >> s.allowed >> s.nodus_cpus >> s.omp;
+  Seen s{"-", "-", "-"};
+  std::string token;
+  while (in >> token) {
+    const std::string value = token.size() > 2 ? token.substr(2) : "-";
+    if (token.rfind("A=", 0) == 0) s.allowed = value;
+    if (token.rfind("C=", 0) == 0) s.nodus_cpus = value;
+    if (token.rfind("O=", 0) == 0) s.omp = value;
+  }
   return s;
 }
 
@@ -51,7 +58,7 @@ TEST(CpuSets, CellsSideBySideGetDisjointCpusAndSeeThem) {
   auto r = home.run(args, {{"NODUS_LOCAL_GPUS", "H100:2"}});
   ASSERT_EQ(r.code, 0) << r.err;
   Seen a = read_seen(out + ".0"), b = read_seen(out + ".1");
-  ASSERT_FALSE(a.allowed.empty());
+  ASSERT_NE(a.allowed, "-");
   EXPECT_EQ(a.allowed, a.nodus_cpus);
   EXPECT_EQ(b.allowed, b.nodus_cpus);
   EXPECT_NE(a.allowed, b.allowed);

@@ -110,9 +110,11 @@ TEST(PlanCpus, BadRequestsNameTheValueAndWhatIsAllowed) {
   EXPECT_EQ(big.error().exit_code, 125);
   EXPECT_NE(big.error().message.find("--cpus-per-gpu 9"), std::string::npos);
   EXPECT_NE(big.error().message.find("allowed: 1-8"), std::string::npos) << big.error().message;
+  // A GPU the topology does not show: no set (the job runs as before), and a note says why.
   auto beyond = plan_cpus(h, {8}, std::nullopt);
-  ASSERT_FALSE(beyond.ok());
-  EXPECT_NE(beyond.error().message.find("GPU 8"), std::string::npos);
+  ASSERT_TRUE(beyond.ok());
+  EXPECT_TRUE(beyond->cpus.empty());
+  EXPECT_NE(beyond->note.find("no CPU set: GPU 8"), std::string::npos) << beyond->note;
 }
 
 TEST(CpuEnvironment, TellsTheJobItsCpusAndKeepsWhatTheUserSet) {
