@@ -4,10 +4,9 @@
 #include "cli/common.h"
 #include "core/error.h"
 #include "core/parse.h"
+#include "engine/reconcile.h"
 
 namespace nodus::cli {
-
-void reconcile(store::Store& store);
 
 namespace {
 
@@ -47,7 +46,7 @@ struct CostCommand {
     if (!since.empty())
       from = unix_now() - value_or_throw(parse_duration(since, "--since")).count() / 1000.0;
     auto store = open_store();
-    reconcile(*store);
+    engine::reconcile(*store);
     Table days = spend_table(store->spend_by_day(from), "day", "DAY");
     Table gpus = spend_table(store->spend_by_gpu(from), "gpu_type", "GPU TYPE");
     if (by == "day") return print(days.render(f)), 0;

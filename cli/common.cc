@@ -133,8 +133,7 @@ billing::Catalog load_catalog(const std::string& prices_flag) {
 }
 
 engine::Inventory local_inventory(const billing::Catalog& catalog) {
-  auto inv = value_or_throw(backend::local::detect_local_inventory(catalog));
-  return engine::Inventory{inv.gpus, inv.source, inv.note};
+  return value_or_throw(backend::local::detect_local_inventory(catalog));
 }
 
 void add_format_flag(CLI::App* sub, std::string& format) {
