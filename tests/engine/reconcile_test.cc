@@ -5,12 +5,15 @@
 #include "engine/reconcile.h"
 
 #include <gtest/gtest.h>
+#include <signal.h>
 #include <stdlib.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <filesystem>
 #include <string>
 
+#include "backend/local/cgroup.h"
 #include "store/store.h"
 #include "temp_dir.h"
 
@@ -64,6 +67,47 @@ TEST(Reconcile, LiveSupervisorIsLeftAlone) {
   int64_t id = store->insert_job(local_running(me, store::process_start_time(me), unix_now()));
   reconcile(*store);
   EXPECT_EQ(store->job(id)->state, JobState::kRunning);
+}
+
+// Supervisor and sentinel both gone, the job's cgroup still running: reconcile kills it, removes
+// it and says so in the note, and the job is billed to the heartbeat like any lost job.
+TEST(Reconcile, OrphanedCgroupIsKilledRemovedAndNoted) {
+  std::string why;
+  auto parent = backend::local::cgroup_parent(&why);
+  if (!parent) GTEST_SKIP() << "no usable cgroup here: " << why;
+  auto made = backend::local::JobCgroup::create(*parent,
+                                                "job-reconcile-test-" + std::to_string(::getpid()));
+  ASSERT_TRUE(made.ok()) << made.error().message;
+  backend::local::JobCgroup cgroup = std::move(*made);
+  const std::string path = cgroup.path();
+  pid_t child = ::fork();
+  if (child == 0) {  // joins the cgroup, then runs on with nobody to stop it
+    if (::write(cgroup.procs_fd(), "0", 1) != 1) ::_exit(99);
+    ::execlp("sleep", "sleep", "60", static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  ASSERT_GT(child, 0);
+  for (int i = 0; i < 200 && !cgroup.populated(); ++i) ::usleep(5'000);
+  ASSERT_TRUE(cgroup.populated());
+
+  TempDir home;
+  auto store = store::Store::open(home.db());
+  const double start = unix_now() - 30;
+  JobRecord job = local_running(1, 12345, start);
+  job.note = "contained by cgroup " + path;
+  job.max_cost = 5;
+  int64_t id = store->insert_job(job);
+  reconcile(*store);
+
+  int status = 0;
+  EXPECT_EQ(::waitpid(child, &status, 0), child);
+  EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL) << status;
+  EXPECT_NE(::access(path.c_str(), F_OK), 0) << "the emptied cgroup is still there: " << path;
+  JobRecord after = *store->job(id);
+  EXPECT_EQ(after.state, JobState::kLost);
+  EXPECT_LE(after.cost, 5.0);  // no heartbeat: billed to when it was found, capped
+  EXPECT_NE(after.note.find("killed (cgroup.kill)"), std::string::npos) << after.note;
+  EXPECT_NE(after.note.find("contained by cgroup " + path), std::string::npos) << after.note;
 }
 
 }  // namespace
