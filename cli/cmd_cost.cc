@@ -6,10 +6,9 @@
 #include "cli/common.h"
 #include "core/error.h"
 #include "core/parse.h"
+#include "engine/reconcile.h"
 
 namespace nodus::cli {
-
-void reconcile(store::Store& store);
 
 namespace {
 
@@ -137,7 +136,7 @@ struct CostCommand {
       throw Fatal("--by: invalid value '" + by + "': expected day, gpu, sweep or name");
 
     auto store = open_store();
-    reconcile(*store);
+    engine::reconcile(*store);
     std::vector<std::vector<Row>> results;
     for (const auto* g : groupings) results.push_back(rows(*store, *g, from, to));
 

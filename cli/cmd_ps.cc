@@ -1,28 +1,11 @@
 // nodus ps: running and recent jobs (-a: all).
 
-#include "backend/backend.h"
 #include "cli/args.h"
 #include "cli/common.h"
 #include "cli/job_views.h"
+#include "engine/reconcile.h"
 
 namespace nodus::cli {
-
-// Brings active jobs up to date: local ones whose supervisor died become lost; jobs on a
-// cluster are asked about (detached Slurm runs finish without anyone watching).
-void reconcile(store::Store& store) {
-  store.reconcile_dead_supervisors();
-  std::unique_ptr<backend::Backend> slurm;
-  for (auto& job : store.active_jobs()) {
-    if (job.backend == "local") continue;
-    if (store::process_alive(job.supervisor_pid, job.supervisor_start)) continue;
-    if (!slurm) slurm = backend::make_backend(job.backend);
-    auto changed = slurm->refresh(job);
-    if (changed.ok() && *changed) {
-      store.update_job(job);
-      if (is_final(job.state)) store.release_gpus(job.id);
-    }
-  }
-}
 
 namespace {
 struct PsCommand {
@@ -32,7 +15,7 @@ struct PsCommand {
   int operator()() const {
     Format f = format_from(format);
     auto store = open_store();
-    reconcile(*store);
+    engine::reconcile(*store);
     store::JobFilter filter;
     filter.all = all;
     filter.limit = all ? 1'000'000 : limit;

@@ -98,17 +98,14 @@ struct RunCommand {
     if (inventory) ticket.inventory = *inventory;
     auto spawned = value_or_throw(engine::spawn_supervisor(ticket));
     // The supervisor owns the row from here on; the status line says how the launch went.
-    std::string status = engine::read_status_line(spawned.status_fd);
+    auto status = engine::parse_status_line(engine::read_status_line(spawned.status_fd));
     close(spawned.status_fd);
-    if (status.rfind("error ", 0) == 0) {
-      std::string rest = status.substr(6);
-      int code = std::atoi(rest.c_str());
-      throw Fatal(rest.substr(rest.find(' ') + 1), code ? code : exit_code::kNodusError);
-    }
-    if (status.empty())
+    using Kind = engine::LaunchStatus::Kind;
+    if (status.kind == Kind::kError) throw Fatal(status.message, status.code);
+    if (status.kind == Kind::kNone)
       throw Fatal("the supervisor of job " + std::to_string(job.id) + " exited before starting it");
     std::printf("%lld\n", static_cast<long long>(job.id));
-    if (status == "waiting")
+    if (status.kind == Kind::kWaiting)
       std::fprintf(stderr, "nodus: job %lld is waiting for GPUs\n", static_cast<long long>(job.id));
     return 0;
   }

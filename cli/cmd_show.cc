@@ -10,12 +10,11 @@
 #include "core/error.h"
 #include "core/parse.h"
 #include "core/text.h"
+#include "engine/reconcile.h"
 #include "telemetry/summary.h"
 #include "telemetry/util_series.h"
 
 namespace nodus::cli {
-
-void reconcile(store::Store& store);
 
 namespace {
 
@@ -131,7 +130,7 @@ struct ShowCommand {
   int operator()() const {
     Format f = format_from(format);
     auto store = open_store();
-    reconcile(*store);
+    engine::reconcile(*store);
     bool looks_like_sweep =
         !id.empty() && id[0] == 's' && id.find_first_not_of("0123456789", 1) == std::string::npos;
     if (!looks_like_sweep) {

@@ -11,11 +11,11 @@
 #include "cli/common.h"
 #include "core/error.h"
 #include "core/parse.h"
+#include "engine/reconcile.h"
 
 namespace nodus::cli {
 
 JobRecord find_job_or_throw(store::Store& store, const std::string& id);
-void reconcile(store::Store& store);
 
 namespace {
 
@@ -51,7 +51,7 @@ struct StopCommand {
       job.exit_code = 128 + SIGTERM;
       store.update_job(job);
     } else {
-      reconcile(store);
+      engine::reconcile(store);
     }
     // Wait for the supervisor to record the end: grace period plus a margin.
     double until = unix_now() + job.grace_ms / 1000.0 + 10;

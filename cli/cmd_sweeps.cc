@@ -4,10 +4,9 @@
 #include "cli/common.h"
 #include "cli/sweep_views.h"
 #include "core/parse.h"
+#include "engine/reconcile.h"
 
 namespace nodus::cli {
-
-void reconcile(store::Store& store);
 
 namespace {
 struct SweepsCommand {
@@ -16,7 +15,7 @@ struct SweepsCommand {
   int operator()() const {
     Format f = format_from(format);
     auto store = open_store();
-    reconcile(*store);
+    engine::reconcile(*store);
     Table t({{"id", "ID"},
              {"name", "NAME"},
              {"state", "STATE"},

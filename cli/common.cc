@@ -171,8 +171,7 @@ void add_prices_flags(CLI::App* sub, std::string& prices, bool& prices_only) {
 }
 
 engine::Inventory local_inventory(const billing::Catalog& catalog) {
-  auto inv = value_or_throw(backend::local::detect_local_inventory(catalog));
-  return engine::Inventory{inv.gpus, inv.source, inv.note};
+  return value_or_throw(backend::local::detect_local_inventory(catalog));
 }
 
 void add_format_flag(CLI::App* sub, std::string& format) {

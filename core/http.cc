@@ -157,52 +157,9 @@ class CurlClient : public Client {
   const CurlApi& api_;
 };
 
-// Rewrites "a=1&token=xyz" as "a=1&token=<redacted>".
-std::string redact_params(std::string_view params) {
-  std::string out;
-  size_t start = 0;
-  while (start <= params.size()) {
-    size_t end = params.find('&', start);
-    if (end == std::string_view::npos) end = params.size();
-    std::string_view pair = params.substr(start, end - start);
-    size_t eq = pair.find('=');
-    if (eq != std::string_view::npos && is_secret_name(pair.substr(0, eq)))
-      out += std::string(pair.substr(0, eq + 1)) + "<redacted>";
-    else
-      out += pair;
-    if (end == params.size()) break;
-    out += '&';
-    start = end + 1;
-  }
-  return out;
-}
-
 }  // namespace
 
-std::string redact_url(std::string_view url) {
-  std::string out;
-  size_t authority = url.find("://");
-  authority = authority == std::string_view::npos ? 0 : authority + 3;
-  size_t path = url.find_first_of("/?#", authority);
-  if (path == std::string_view::npos) path = url.size();
-  size_t at = url.substr(0, path).rfind('@');
-  if (authority > 0 && at != std::string_view::npos && at >= authority)
-    out = std::string(url.substr(0, authority)) + std::string(url.substr(at + 1, path - at - 1));
-  else
-    out = std::string(url.substr(0, path));
-
-  size_t query = url.find('?', path);
-  size_t fragment = url.find('#', path);
-  size_t path_end = std::min(query, fragment);
-  out += url.substr(path, (path_end == std::string_view::npos ? url.size() : path_end) - path);
-  if (query != std::string_view::npos && query < fragment) {
-    size_t end = fragment == std::string_view::npos ? url.size() : fragment;
-    out += "?" + redact_params(url.substr(query + 1, end - query - 1));
-  }
-  // OAuth-style flows put tokens in the fragment ("#access_token=..."), so it gets the same care.
-  if (fragment != std::string_view::npos) out += "#" + redact_params(url.substr(fragment + 1));
-  return out;
-}
+std::string redact_url(std::string_view url) { return redact_urls(url); }
 
 Result<std::unique_ptr<Client>> make_curl_client() {
   auto api = load_curl();

@@ -39,8 +39,8 @@ class Client {
 // The libcurl client. Fails with a clear Error if libcurl.so.4 cannot be loaded.
 Result<std::unique_ptr<Client>> make_curl_client();
 
-// The URL with any user:password@ removed and the values of token-like query parameters
-// (token, jwt, key, secret, password, sig...) replaced by "<redacted>".
+// The URL as it may be shown: core/secret.h's redact_urls, the one policy for credentials in
+// URLs (the user name kept, the password and token-like parameters replaced by "<redacted>").
 std::string redact_url(std::string_view url);
 
 }  // namespace nodus::http

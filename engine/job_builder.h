@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "backend/local/inventory.h"
 #include "billing/catalog.h"
 #include "core/job.h"
 #include "core/parse.h"
@@ -36,12 +37,9 @@ struct JobRequest {
   std::optional<double> box_rate;
 };
 
-// The GPUs of this machine (local backend) and where that list came from.
-struct Inventory {
-  std::vector<store::Gpu> gpus;
-  std::string source;
-  std::string note;
-};
+// The GPUs of this machine (local backend) and where that list came from: the local backend's
+// own type, so the inventory it detects is what jobs are checked against and claim from.
+using Inventory = backend::local::Inventory;
 
 // Validates the request against the catalog (and, for the local backend, the inventory) and
 // returns the job's row, state waiting, not yet inserted.

@@ -7,8 +7,11 @@
 #include <cerrno>
 #include <climits>
 #include <csignal>
+#include <cstdlib>
 #include <cstring>
 #include <nlohmann/json.hpp>
+
+#include "core/error.h"
 
 extern char** environ;
 
@@ -93,6 +96,42 @@ Result<SpawnedSupervisor> spawn_supervisor(const Ticket& ticket) {
   }
   close(in[1]);
   return SpawnedSupervisor{pid, out[0]};
+}
+
+std::string status_line(const LaunchStatus& status) {
+  switch (status.kind) {
+    case LaunchStatus::Kind::kRunning:
+      return "running";
+    case LaunchStatus::Kind::kWaiting:
+      return "waiting";
+    case LaunchStatus::Kind::kError:
+      return "error " + std::to_string(status.code ? status.code : exit_code::kNodusError) + " " +
+             status.message;
+    case LaunchStatus::Kind::kNone:
+      break;
+  }
+  return "";
+}
+
+LaunchStatus parse_status_line(const std::string& line) {
+  LaunchStatus s;
+  if (line == "running") {
+    s.kind = LaunchStatus::Kind::kRunning;
+  } else if (line == "waiting") {
+    s.kind = LaunchStatus::Kind::kWaiting;
+  } else if (line.rfind("error ", 0) == 0) {
+    std::string rest = line.substr(6);
+    int code = std::atoi(rest.c_str());
+    s.kind = LaunchStatus::Kind::kError;
+    s.code = code ? code : exit_code::kNodusError;
+    s.message = rest.substr(rest.find(' ') + 1);  // npos + 1: no code, the whole rest
+  } else if (!line.empty()) {
+    // An unknown word from a newer or older nodus: the job was not reported started.
+    s.kind = LaunchStatus::Kind::kError;
+    s.code = exit_code::kNodusError;
+    s.message = "the supervisor said '" + line + "'";
+  }
+  return s;
 }
 
 std::string read_status_line(int fd) {

@@ -28,12 +28,23 @@ struct Ticket {
 
 struct SpawnedSupervisor {
   pid_t pid = -1;
-  int status_fd = -1;  // one line: "running", "waiting", or "error <code> <message>"; then EOF
+  int status_fd = -1;  // one status line (below), then EOF
 };
 
 Result<SpawnedSupervisor> spawn_supervisor(const Ticket& ticket);
 
-// Status lines, written by the supervisor process and read by whoever started it.
+// Status lines, written by the supervisor process and read by whoever started it: "running"
+// (the job was launched), "waiting" (for its GPUs), or "error <code> <message>" (not started;
+// <code> is the exit code the starter should return). An empty line: the supervisor exited
+// before saying anything.
+struct LaunchStatus {
+  enum class Kind { kNone, kRunning, kWaiting, kError };
+  Kind kind = Kind::kNone;
+  int code = 0;  // kError only; never 0 (a missing or zero code reads as 125)
+  std::string message;
+};
+std::string status_line(const LaunchStatus& status);  // without the newline
+LaunchStatus parse_status_line(const std::string& line);
 std::string read_status_line(int fd);  // blocks until a line or EOF ("" then)
 
 }  // namespace nodus::engine

@@ -197,6 +197,15 @@ Result<void> JobCgroup::remove() {
   return {};
 }
 
+std::string cgroup_from_note(const std::string& note) {
+  const std::string key = kContainedByCgroup;
+  auto at = note.find(key);
+  if (at == std::string::npos) return "";
+  at += key.size();
+  auto end = note.find("; ", at);  // notes are joined with "; " (add_note)
+  return note.substr(at, end == std::string::npos ? std::string::npos : end - at);
+}
+
 bool cgroup_kill_path(const std::string& path) { return write_text(path + "/cgroup.kill", "1"); }
 
 bool cgroup_populated_path(const std::string& path) {

@@ -80,6 +80,11 @@ class JobCgroup {
   int procs_fd_ = -1;
 };
 
+// A local job's record names its cgroup in its note, "contained by cgroup PATH" (local_backend):
+// what `ps` kills should the job's supervisor and sentinel both die (engine/reconcile.h).
+inline constexpr const char* kContainedByCgroup = "contained by cgroup ";
+std::string cgroup_from_note(const std::string& note);  // "" when it names none
+
 // The same operations on a cgroup known only by its path (the sentinel, after fork).
 // Async-signal-unsafe calls are fine there: it is single-threaded.
 bool cgroup_kill_path(const std::string& path);

@@ -2,15 +2,10 @@
 
 #include "backend/local/launch.h"
 #include "backend/local/run_capture.h"
+#include "core/strings.h"
 
 namespace nodus::backend::local {
 namespace {
-
-std::string join(const std::vector<std::string>& parts, const std::string& sep) {
-  std::string out;
-  for (const std::string& p : parts) out += (out.empty() ? "" : sep) + p;
-  return out;
-}
 
 // Why `<engine> info` failed, in the engine's own words: the first line of its stderr (docker
 // prints its client section on stdout even when the daemon is unreachable).

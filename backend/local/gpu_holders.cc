@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include "backend/local/process_tree.h"
+#include "core/pidfd.h"
 
 namespace nodus::backend::local {
 
@@ -33,7 +34,7 @@ std::string kill_gpu_holders(pid_t main_pid, const std::string& device_prefix,
   std::vector<pollfd> fds;
   std::string names;
   for (const DeviceHolder& h : holders) {
-    int fd = static_cast<int>(::syscall(SYS_pidfd_open, h.pid, 0));
+    int fd = pidfd_open(h.pid);
     ::kill(h.pid, SIGKILL);
     if (fd >= 0) fds.push_back({fd, POLLIN, 0});
     names += (names.empty() ? "" : ", ") + std::to_string(h.pid) + " (" + h.comm + ")";

@@ -7,6 +7,7 @@
 #include "backend/local/run_capture.h"
 #include "core/config.h"
 #include "core/parse.h"
+#include "core/strings.h"
 
 namespace nodus::backend::local {
 namespace {
@@ -14,19 +15,13 @@ namespace {
 constexpr auto kNvidiaSmiTimeout = std::chrono::seconds(15);
 constexpr const char* kDeclareHint = "set NODUS_LOCAL_GPUS (e.g. H100:4,L4:2) to declare them";
 
-std::string trim(std::string_view s) {
-  size_t b = s.find_first_not_of(" \t\r\n");
-  if (b == std::string_view::npos) return "";
-  size_t e = s.find_last_not_of(" \t\r\n");
-  return std::string(s.substr(b, e - b + 1));
-}
-
 std::vector<std::string> split(std::string_view s, char sep) {
   std::vector<std::string> parts;
   size_t start = 0;
   for (;;) {
     size_t end = s.find(sep, start);
-    parts.push_back(trim(s.substr(start, end == std::string_view::npos ? end : end - start)));
+    parts.push_back(
+        std::string(trim(s.substr(start, end == std::string_view::npos ? end : end - start))));
     if (end == std::string_view::npos) return parts;
     start = end + 1;
   }
@@ -45,7 +40,7 @@ Inventory none(const std::string& why) {
 }  // namespace
 
 Result<Inventory> parse_declared_gpus(std::string_view spec, const billing::Catalog& catalog) {
-  const std::string value = trim(spec);
+  const std::string value(trim(spec));
   const std::string named = "NODUS_LOCAL_GPUS='" + value + "'";
   Inventory inv{{}, "NODUS_LOCAL_GPUS", ""};
   if (to_lower(value) == "none") {

@@ -207,7 +207,7 @@ Result<void> LocalBackend::submit(JobRecord& job, const LaunchSpec& spec) {
   }
   register_tree(launched->pid, token);
   j->sentinel = start_sentinel({launched->pid, token, j->cgroup.path()});
-  add_note(job, j->cgroup.valid() ? "contained by cgroup " + j->cgroup.path()
+  add_note(job, j->cgroup.valid() ? kContainedByCgroup + j->cgroup.path()
                                   : "contained by process group, session and /proc scan (no "
                                     "cgroup: " +
                                         why_no_cgroup + ")");

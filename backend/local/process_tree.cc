@@ -16,6 +16,7 @@
 #include <unordered_map>
 
 #include "core/helper_children.h"
+#include "core/pidfd.h"
 #include "core/proc.h"
 
 namespace nodus::backend::local {
@@ -36,8 +37,6 @@ TreeRoot root_of(pid_t main_pid) {
 bool contains(const std::vector<pid_t>& v, pid_t p) {
   return std::find(v.begin(), v.end(), p) != v.end();
 }
-
-int pidfd_open(pid_t pid) { return static_cast<int>(::syscall(SYS_pidfd_open, pid, 0)); }
 
 }  // namespace
 

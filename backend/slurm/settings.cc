@@ -15,6 +15,7 @@
 #include "core/config.h"
 #include "core/http.h"
 #include "core/parse.h"
+#include "core/strings.h"
 
 namespace nodus::backend::slurm {
 namespace {
@@ -23,12 +24,6 @@ std::string login_name() {
   if (const passwd* pw = getpwuid(geteuid())) return pw->pw_name;
   if (const char* user = std::getenv("USER"); user && *user) return user;
   return "";
-}
-
-std::string trim(std::string_view s) {
-  size_t a = s.find_first_not_of(" \t");
-  size_t b = s.find_last_not_of(" \t");
-  return a == std::string_view::npos ? "" : std::string(s.substr(a, b - a + 1));
 }
 
 bool is_tag(const std::string& s) {
@@ -87,11 +82,11 @@ Result<std::map<std::string, std::string>> parse_gres_map(std::string_view text)
   while (start <= text.size()) {
     size_t end = text.find(',', start);
     if (end == std::string_view::npos) end = text.size();
-    std::string entry = trim(text.substr(start, end - start));
+    std::string entry(trim(text.substr(start, end - start)));
     if (!entry.empty()) {
       size_t eq = entry.find('=');
-      std::string type = eq == std::string::npos ? "" : trim(entry.substr(0, eq));
-      std::string gres = eq == std::string::npos ? "" : trim(entry.substr(eq + 1));
+      std::string type(eq == std::string::npos ? "" : trim(std::string_view(entry).substr(0, eq)));
+      std::string gres(eq == std::string::npos ? "" : trim(std::string_view(entry).substr(eq + 1)));
       if (type.empty() || gres.empty() || gres.find_first_of(":, ") != std::string::npos)
         return Error::permanent("NODUS_SLURM_GRES: invalid entry '" + entry +
                                 "': expected TYPE=gres_type pairs, e.g. H100-SXM=h100,L4=l4");

@@ -97,7 +97,8 @@ TEST(CatalogLoad, PlainHttpIsRefusedExceptOnLoopback) {
   auto r = Catalog::load("http://user:pw@prices.example.com/p.json?token=abc", "/tmp");
   ASSERT_FALSE(r.ok());
   const std::string& msg = r.error().message;
-  EXPECT_NE(msg.find("http://prices.example.com/p.json?token=<redacted>"), std::string::npos)
+  EXPECT_NE(msg.find("http://user:<redacted>@prices.example.com/p.json?token=<redacted>"),
+            std::string::npos)
       << msg;
   EXPECT_NE(msg.find("use https://"), std::string::npos) << msg;
   EXPECT_EQ(msg.find("pw"), std::string::npos) << msg;

@@ -10,6 +10,7 @@
 #include <filesystem>
 
 #include "core/http_test_server.h"
+#include "core/secret.h"
 
 namespace nodus::http {
 namespace {
@@ -49,10 +50,15 @@ class TempDir {
   std::string path_;
 };
 
-TEST(RedactUrl, StripsUserAndPassword) {
+// The one policy (core/secret.h), as for a job's --env: the user name stays, the password goes;
+// a userinfo without ':' is likely a token (https://ghp_...@github.com) and goes whole.
+TEST(RedactUrl, RedactsThePasswordAndKeepsTheUser) {
   EXPECT_EQ(redact_url("https://alice:s3cret@example.com/prices.json"),
-            "https://example.com/prices.json");
-  EXPECT_EQ(redact_url("https://alice@example.com:8443/x"), "https://example.com:8443/x");
+            "https://alice:<redacted>@example.com/prices.json");
+  EXPECT_EQ(redact_url("https://ghp_tok@example.com:8443/x"),
+            "https://<redacted>@example.com:8443/x");
+  EXPECT_EQ(redact_url("https://alice:s3cret@example.com/p"),
+            redact_urls("https://alice:s3cret@example.com/p"));
 }
 
 TEST(RedactUrl, ReplacesTokenLikeQueryValuesAndKeepsOthers) {
@@ -145,11 +151,13 @@ TEST(CurlClient, ConnectionRefusedIsRetryableAndKeepsSecretsOut) {
   ASSERT_FALSE(r.ok());
   EXPECT_TRUE(r.error().retryable());
   const std::string& msg = r.error().message;
-  EXPECT_NE(msg.find("GET http://127.0.0.1:" + std::to_string(port) + "/x?token=<redacted>"),
+  // The one URL policy (core/secret.h): the user name stays, the password goes.
+  EXPECT_NE(msg.find("GET http://alice:<redacted>@127.0.0.1:" + std::to_string(port) +
+                     "/x?token=<redacted>"),
             std::string::npos)
       << msg;
   EXPECT_NE(msg.find("connect"), std::string::npos) << msg;  // curl's words say what failed
-  for (const char* secret : {"alice", "hunter2pw", "tok-123456", "eyJhbGciOiJIUzI1NiJ9"})
+  for (const char* secret : {"hunter2pw", "tok-123456", "eyJhbGciOiJIUzI1NiJ9"})
     EXPECT_EQ(msg.find(secret), std::string::npos) << msg;
 }
 

@@ -11,26 +11,12 @@
 
 #include "engine/observer.h"
 #include "store/store.h"
+#include "temp_dir.h"
 
 namespace nodus::engine {
 namespace {
 
-class TempDir {
- public:
-  TempDir() {
-    std::string tmpl = "/tmp/nodus-observer-test-XXXXXX";
-    if (::mkdtemp(tmpl.data()) == nullptr) std::abort();
-    path_ = tmpl;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path_, ec);
-  }
-  std::string db() const { return path_ + "/nodus.db"; }
-
- private:
-  std::string path_;
-};
+using testing::TempDir;
 
 // The process's peak RSS since the last reset_peak_rss(), KiB (VmHWM of /proc/self/status).
 long peak_rss_kib() {

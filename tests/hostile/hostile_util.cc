@@ -140,13 +140,18 @@ bool cgroup_empty(const std::string& path) {
   return text.find("populated 0") != std::string::npos;
 }
 
-pid_t supervise_process(const NodusHome& home) {
+namespace {
+
+// The `nodus __supervise` process of home (sentinel: false) or its sentinel (true).
+pid_t supervise_or_sentinel(const NodusHome& home, bool sentinel) {
   const std::string needle = "NODUS_HOME=" + home.path();
   for (pid_t pid : all_pids()) {
     std::string cmdline = slurp("/proc/" + std::to_string(pid) + "/cmdline");
     if (cmdline.find("__supervise") == std::string::npos) continue;
     // Its sentinel is a fork of it, with the same command line: told apart by its name.
-    if (slurp("/proc/" + std::to_string(pid) + "/comm").rfind("nodus-sentinel", 0) == 0) continue;
+    bool is_sentinel =
+        slurp("/proc/" + std::to_string(pid) + "/comm").rfind("nodus-sentinel", 0) == 0;
+    if (is_sentinel != sentinel || zombie(pid)) continue;
     std::string env = slurp("/proc/" + std::to_string(pid) + "/environ");
     size_t pos = 0;
     while (pos < env.size()) {
@@ -157,6 +162,21 @@ pid_t supervise_process(const NodusHome& home) {
     }
   }
   return -1;
+}
+
+}  // namespace
+
+pid_t supervise_process(const NodusHome& home) { return supervise_or_sentinel(home, false); }
+
+pid_t sentinel_process(const NodusHome& home) { return supervise_or_sentinel(home, true); }
+
+bool wait_gone(pid_t pid, std::chrono::milliseconds limit) {
+  const double until = now_seconds() + limit.count() / 1000.0;
+  for (;;) {
+    if (::kill(pid, 0) != 0 || zombie(pid)) return true;
+    if (now_seconds() > until) return false;
+    poll(nullptr, 0, 10);
+  }
 }
 
 void kill_all(const std::vector<pid_t>& pids) {

@@ -36,6 +36,11 @@ bool cgroup_empty(const std::string& path);
 // The pid of the `nodus __supervise` process whose NODUS_HOME is home's (not its sentinel, a
 // fork with the same command line); -1 when none.
 pid_t supervise_process(const NodusHome& home);
+// Its sentinel (named nodus-sentinel): -1 when none.
+pid_t sentinel_process(const NodusHome& home);
+
+// True once pid is gone or a zombie (killed, whoever its parent is); false after `limit`.
+bool wait_gone(pid_t pid, std::chrono::milliseconds limit);
 
 // SIGKILLs what is left (so one failed test does not leave processes for the next).
 void kill_all(const std::vector<pid_t>& pids);

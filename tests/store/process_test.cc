@@ -1,30 +1,14 @@
-// process_start_time / process_alive: the pid + start time pair that names a supervisor.
+// process_start_time / process_alive: the pid + start time pair that names a supervisor. (The
+// /proc/<pid>/stat parsing under them is core/proc.h's, tested in tests/telemetry.)
 
 #include <gtest/gtest.h>
 #include <sys/prctl.h>
 
-#include "store/proc_stat.h"
 #include "store/store.h"
 #include "store_test_util.h"
 
 namespace nodus::store {
 namespace {
-
-TEST(ProcStat, FieldsAreCountedFromTheLastParenthesis) {
-  std::string fields = " S 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 424242 19 20";
-  auto st = parse_proc_stat("123 (evil) name (x) 1 2)" + fields);
-  ASSERT_TRUE(st);
-  EXPECT_EQ(st->state, 'S');
-  EXPECT_EQ(st->start_time, 424242);
-  EXPECT_EQ(parse_proc_stat("123 (plain)" + fields)->start_time, 424242);
-}
-
-TEST(ProcStat, TruncatedOrForeignLinesAreRejected) {
-  EXPECT_FALSE(parse_proc_stat(""));
-  EXPECT_FALSE(parse_proc_stat("no parenthesis here"));
-  EXPECT_FALSE(parse_proc_stat("1 (x) S 1 2 3"));
-  EXPECT_FALSE(parse_proc_stat("1 (x) S 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 notanumber"));
-}
 
 TEST(ProcessAlive, ThisProcessIsAliveOnlyWithItsOwnStartTime) {
   int64_t start = process_start_time(::getpid());

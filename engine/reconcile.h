@@ -1,0 +1,27 @@
+#pragma once
+// Bringing the store's active jobs up to date with the world: a job whose supervisor died
+// without recording its end is settled here, by whichever nodus command looks next (ps, show,
+// stop, cost, sweeps).
+
+#include <chrono>
+
+#include "store/store.h"
+
+namespace nodus::engine {
+
+// How long reconcile waits for a killed cgroup to empty (a process in the kernel, state D, can
+// take a moment); past it the note names the cgroup as still holding processes.
+inline constexpr std::chrono::milliseconds kOrphanKillLimit{2000};
+// How many of the newest jobs are looked at for an empty cgroup left behind.
+inline constexpr int kStaleCgroupJobs = 50;
+
+// Local jobs whose supervisor is dead: a cgroup that still holds processes (the supervisor and
+// the sentinel both died, e.g. kill -9 of both) is killed (cgroup.kill, waiting until empty) and
+// removed, with a note saying so; then the job becomes lost, billed to its last heartbeat and
+// never past its cap (store::Store::reconcile_dead_supervisors). Empty cgroups that the newest
+// ended jobs of this store left behind are removed. Jobs on a cluster whose supervisor is gone are
+// asked about through their backend (a detached Slurm run finishes without anyone watching) and
+// their GPUs freed once final.
+void reconcile(store::Store& store);
+
+}  // namespace nodus::engine

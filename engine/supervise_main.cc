@@ -1,0 +1,126 @@
+#include "engine/supervise_main.h"
+
+#include <fcntl.h>
+#include <sys/prctl.h>
+#include <unistd.h>
+
+#include <csignal>
+#include <iostream>
+#include <iterator>
+
+#include "backend/backend.h"
+#include "core/error.h"
+#include "engine/gpu_wait.h"
+#include "engine/signals.h"
+#include "engine/supervisor.h"
+#include "engine/supervisor_process.h"
+
+namespace nodus::engine {
+namespace {
+
+// Writes the one status line its starter waits for, then points stdout at /dev/null.
+class StatusWriter {
+ public:
+  void send(const LaunchStatus& status) {
+    if (sent_) return;
+    sent_ = true;
+    std::string text = status_line(status) + "\n";
+    ssize_t ignored = write(1, text.data(), text.size());
+    (void)ignored;
+    int null = open("/dev/null", O_WRONLY | O_CLOEXEC);
+    dup2(null, 1);
+    close(null);
+  }
+  void error(int code, const std::string& message) {
+    send({LaunchStatus::Kind::kError, code, message});
+  }
+
+ private:
+  bool sent_ = false;
+};
+
+// A local job's GPUs, claimed for this process (the owner whose death frees them). Busy: says
+// "waiting" and waits like an attached run, unless the ticket says --no-wait.
+Acquired claim_gpus(store::Store& store, JobRecord& job, const Ticket& ticket, SignalWatch& signals,
+                    StatusWriter& status) {
+  bool claimed = job.gpu_count == 0 || static_cast<int>(job.gpu_indices.size()) == job.gpu_count;
+  if (claimed || job.backend != "local") return Acquired::kClaimed;
+  Acquired got = acquire_gpus(store, job, ticket.inventory, true, &signals, false);
+  if (got != Acquired::kBusy || ticket.no_wait) return got;
+  status.send({LaunchStatus::Kind::kWaiting, 0, ""});
+  return acquire_gpus(store, job, ticket.inventory, false, &signals, false);
+}
+
+}  // namespace
+
+int supervise_main() {
+  std::string text((std::istreambuf_iterator<char>(std::cin)), std::istreambuf_iterator<char>());
+  Ticket ticket = Ticket::from_json(text);
+  // Whoever started us may stop reading the status line (a sweep does not wait for it).
+  std::signal(SIGPIPE, SIG_IGN);
+  int null = open("/dev/null", O_RDONLY | O_CLOEXEC);
+  dup2(null, 0);
+  close(null);
+  if (ticket.sweep_cell) {
+    // A cell stops with its sweep: SIGTERM is a stop, handled like `nodus stop`.
+    prctl(PR_SET_PDEATHSIG, SIGTERM);
+    if (getppid() != ticket.parent_pid) return exit_code::kNodusError;
+  }
+  SignalWatch signals;
+  StatusWriter status;
+  auto store = store::Store::open(store::Store::default_path());
+  auto found = store->job(ticket.job_id);
+  if (!found) {
+    status.error(exit_code::kNodusError, "job " + std::to_string(ticket.job_id) + " not found");
+    return exit_code::kNodusError;
+  }
+  JobRecord job = *found;
+  job.supervisor_pid = getpid();
+  job.supervisor_start = store::process_start_time(job.supervisor_pid);
+  store->update_job(job);
+
+  switch (claim_gpus(*store, job, ticket, signals, status)) {
+    case Acquired::kClaimed:
+      break;
+    case Acquired::kBusy:
+      job.state = JobState::kFailed;
+      job.ended_at = unix_now();
+      job.exit_code = exit_code::kNodusError;
+      job.note = "not started: its GPUs were busy (--no-wait)";
+      store->update_job(job);
+      status.error(exit_code::kNodusError, "--no-wait: not enough free " + job.gpu_type +
+                                               " GPUs right now (job " + std::to_string(job.id) +
+                                               " not started)");
+      return exit_code::kNodusError;
+    case Acquired::kInterrupted:
+      job.state = JobState::kStopped;
+      job.ended_at = unix_now();
+      job.note = "not started: stopped while waiting for GPUs";
+      store->update_job(job);
+      return exit_code::kInterrupted;
+  }
+  job.state = JobState::kStarting;
+  store->update_job(job);
+
+  auto backend = backend::make_backend(job.backend);
+  Supervisor supervisor(*store, *backend);
+  SuperviseRun run;
+  run.options = SuperviseOptions::from_json(job.options);
+  run.attach = false;
+  run.env = ticket.env;
+  run.signals = &signals;
+  run.on_launched = [&status](const JobRecord&, const std::string& error) {
+    if (error.empty())
+      status.send({LaunchStatus::Kind::kRunning, 0, ""});
+    else
+      status.error(exit_code::kNodusError, error);
+  };
+  try {
+    return supervisor.run(job, run);
+  } catch (const Fatal& e) {
+    status.error(e.code(), e.what());
+    return e.code();
+  }
+}
+
+}  // namespace nodus::engine

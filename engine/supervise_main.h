@@ -1,0 +1,16 @@
+#pragma once
+// The supervisor process of a detached job or a sweep cell: what `nodus __supervise` runs.
+// Its starter (engine/supervisor_process.h) hands it a Ticket on stdin and reads one status line
+// from its stdout; from then on the job's row is this process's to write.
+
+namespace nodus::engine {
+
+// Reads the ticket from stdin, points stdin at /dev/null, claims the job's GPUs (saying
+// "waiting" first when they are busy, unless the ticket says --no-wait), launches the job and
+// supervises it to the end. The status line ("running", "waiting" or "error <code> <message>")
+// goes to stdout, after which stdout points at /dev/null. A sweep cell dies with its sweep
+// (PR_SET_PDEATHSIG SIGTERM, a stop like `nodus stop`). Returns the process's exit code: the
+// job's, or 125 / 130 when it never started.
+int supervise_main();
+
+}  // namespace nodus::engine
