@@ -98,16 +98,24 @@ void print_job(store::Store& store, const JobRecord& job, Format format) {
         std::string name = l.value("name", std::string("?"));
         row(name == driver ? "loader (table)" : "loader",
             name + ": " + std::to_string(l.value("batches", 0)) + " batches, " +
-                std::to_string(l.value("samples", 0)) + " samples");
+                std::to_string(l.value("samples", 0)) + " samples" +
+                (l.contains("workers") && l["workers"].is_number_integer()
+                     ? ", num_workers=" + std::to_string(l["workers"].get<int>())
+                     : std::string()));
       }
       if (v.value("ranks", 1) > 1) row("ranks", std::to_string(v["ranks"].get<int>()));
     }
-    if (v.contains("io") && v["io"].value("readable", false)) {
-      char buf[96];
-      std::snprintf(buf, sizeof buf, "%.1f MiB read from storage over %.0f s",
-                    v["io"].value("read_bytes", 0.0) / (1024.0 * 1024.0),
-                    v["io"].value("seconds", 0.0));
-      row("io", buf);
+    if (v.contains("io") &&
+        (v["io"].value("readable", false) || v["io"].contains("cgroup_read_bytes"))) {
+      const auto& io = v["io"];
+      double bytes = io.value("cgroup_read_bytes", io.value("read_bytes", 0.0));
+      char buf[160];
+      std::snprintf(buf, sizeof buf, "%.1f MiB read from storage over %.0f s (%s)",
+                    bytes / (1024.0 * 1024.0), io.value("seconds", 0.0),
+                    io.value("source", std::string("/proc/PID/io")).c_str());
+      std::string text = buf;
+      if (io.contains("cgroup_note")) text += "; " + io["cgroup_note"].get<std::string>();
+      row("io", text);
     }
     if (v.contains("findings"))
       for (const auto& f : v["findings"])

@@ -5,7 +5,9 @@
 #include <fstream>
 #include <sstream>
 
+#include "backend/local/cgroup.h"
 #include "core/parse.h"
+#include "core/proc.h"
 #include "sweep/metrics.h"
 #include "telemetry/io_evidence.h"
 #include "telemetry/pyhook.h"
@@ -72,6 +74,16 @@ class JobMean {
   int64_t n_ = 0;
   telemetry::SteadyMean all_;
 };
+
+// The cgroup v2 folder a process is in (its "0::" line under the cgroup2 mount), or nullopt.
+std::optional<std::string> job_cgroup_dir(pid_t pid) {
+  auto mountinfo = read_small_file("/proc/self/mountinfo");
+  auto mount = mountinfo ? backend::local::cgroup2_mount(*mountinfo) : std::nullopt;
+  auto own = read_small_file("/proc/" + std::to_string(pid) + "/cgroup");
+  auto path = own ? backend::local::unified_path(*own) : std::nullopt;
+  if (!mount || !path || *path == "/") return std::nullopt;
+  return *mount + *path;
+}
 
 }  // namespace
 
@@ -208,8 +220,11 @@ void Measurement::on_started(const JobRecord& job) {
   Impl& m = *impl_;
   m.dir = hook_dir(job);
   m.started_at = job.started_at.value_or(unix_now());
-  if (job.backend == "local" && !job.backend_id.empty())
-    m.io = std::make_unique<telemetry::IoTracker>(std::stoi(job.backend_id));
+  if (job.backend == "local" && !job.backend_id.empty()) {
+    pid_t pid = std::stoi(job.backend_id);
+    m.io = std::make_unique<telemetry::IoTracker>(pid);
+    if (auto dir = job_cgroup_dir(pid)) m.io->watch_cgroup(*dir);
+  }
 }
 
 std::vector<MetricPoint> Measurement::tick(double now) {
@@ -262,6 +277,11 @@ Conclusion Measurement::conclude(const JobRecord& job, SeriesSource& series, dou
     if (rank == m.states.begin()->first && state.contains("loaders")) {
       loaders = state["loaders"];
       if (state.contains("driver")) c.stats["loader_driver"] = state["driver"];
+      // The driving loader's num_workers: 0 means the loop loads its own batches.
+      for (const auto& l : loaders)
+        if (l.is_object() && state.contains("driver") && l.value("name", "") == state["driver"] &&
+            l.contains("workers") && l["workers"].is_number_integer())
+          c.evidence.loader_workers = l["workers"].get<int>();
     }
   }
   if (!m.states.empty()) {
@@ -357,7 +377,11 @@ Conclusion Measurement::conclude(const JobRecord& job, SeriesSource& series, dou
     auto io = m.io->evidence();
     c.evidence.read_mib_per_s = io.read_mib_per_s();
     c.evidence.iowait_share = io.iowait_share;
+    c.evidence.io_source = io.source();
     nlohmann::json j = {{"read_bytes", io.read_bytes}, {"seconds", io.seconds}};
+    if (io.cgroup_read_bytes) j["cgroup_read_bytes"] = *io.cgroup_read_bytes;
+    if (!io.cgroup_note.empty()) j["cgroup_note"] = io.cgroup_note;
+    j["source"] = io.source();
     if (io.iowait_share) j["iowait_share"] = *io.iowait_share;
     j["readable"] = io.readable;
     c.stats["io"] = j;

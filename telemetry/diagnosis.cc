@@ -42,7 +42,8 @@ bool io_evidence(const Evidence& e) {
 std::string io_text(const Evidence& e) {
   std::vector<std::string> parts;
   if (e.read_mib_per_s)
-    parts.push_back("storage reads " + fixed(*e.read_mib_per_s, "%.1f") + " MiB/s");
+    parts.push_back("storage reads " + fixed(*e.read_mib_per_s, "%.1f") + " MiB/s" +
+                    (e.io_source.empty() ? "" : " (" + e.io_source + ")"));
   if (e.iowait_share) parts.push_back("iowait " + format_percent(*e.iowait_share * 100));
   return parts.empty() ? "storage reads unknown" : join(parts, ", ");
 }
@@ -54,6 +55,21 @@ Finding loader_finding(const Summary& s, const Evidence& e) {
     ev.push_back("sawtooth " + fixed(*s.sawtooth, "%.2f"));
   const bool host = s.cpu_saturation && s.cores;
   const double busiest = s.max_process_cpu.value_or(0);
+  if (e.loader_workers && *e.loader_workers == 0) {
+    // The loop loads its own batches: nothing overlaps loading with compute, and busy cores
+    // are torch's intra-op threads as much as the loading. Workers come first.
+    ev.push_back("DataLoader num_workers=0 (loading in the main process)");
+    if (host) ev.push_back(cpu_text(s));
+    if (e.read_mib_per_s || e.iowait_share) ev.push_back(io_text(e));
+    return {"loader-main",
+            "loader-starved",
+            "the DataLoader loads in the main process: the GPU waits while the loop loads",
+            "num_workers > 0 (try 4, 8, 16), pin_memory=True, persistent_workers=True",
+            join(ev, ", "),
+            false,
+            0.95,
+            {"data_wait", "loader"}};
+  }
   if (host && *s.cpu_saturation >= kCpuSaturated) {
     ev.push_back(cpu_text(s) + " the job may use");
     return {"cpu-bound",

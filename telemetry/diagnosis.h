@@ -5,6 +5,9 @@
 // guessed; "reading from storage" needs I/O evidence.
 //
 //   rule              verdict           signals: when
+//   loader-main       loader-starved    data_wait, loader: data wait > 10% and the loader runs in
+//                                       the main process (num_workers=0): the CPU is not blamed,
+//                                       torch's intra-op threads fill the cores on their own
 //   loader-starved    loader-starved    data_wait: measured > 10%, CPU not saturated, no I/O
 //                                       evidence (or none readable)
 //   cpu-bound         cpu-bound         data_wait, cpu: data wait > 10% and the cores the job
@@ -44,6 +47,8 @@ struct Evidence {
   std::optional<double> read_mib_per_s;  // storage reads of the job's tree (steady state)
   std::optional<double> iowait_share;    // machine-wide, 0..1
   std::string data_wait_source;          // "instrumented", "job" (NODUS_METRICS or regex)
+  std::optional<int> loader_workers;     // the driving DataLoader's num_workers (the hook)
+  std::string io_source;                 // where read_mib_per_s came from: "cgroup io.stat", ...
 };
 
 struct Finding {

@@ -93,7 +93,11 @@ class _NodusHook(object):
             if frame is not None:
                 site = "%s:%d" % (self.os.path.basename(frame.f_code.co_filename), frame.f_lineno)
             name = "%s@%s" % (type(dataset).__name__, site)
+            # num_workers == 0: batches are loaded in the main process (the first fix then is
+            # workers, whatever the CPU shows: torch's own threads can fill the cores).
+            workers = getattr(it, "_num_workers", None)
             entry = {"name": name, "batches": 0, "samples": 0, "wait": 0.0, "step": 0.0,
+                     "workers": workers if isinstance(workers, int) else None,
                      "steps": 0, "iw": 0.0, "istep": 0.0, "isteps": 0, "isamples": 0,
                      "ibatches": 0, "last_bs": 0, "dataset": dataset}
             self.loaders[key] = entry
@@ -208,7 +212,7 @@ class _NodusHook(object):
             e = self.loaders[key]
             loaders.append({"name": e["name"], "batches": e["batches"], "samples": e["samples"],
                             "wait_s": round(e["wait"], 6), "step_s": round(e["step"], 6),
-                            "steps": e["steps"]})
+                            "steps": e["steps"], "workers": e["workers"]})
         d = self.driver()
         state = {"rank": self.rank, "world_size": self.world, "pid": self.pid,
                  "loaders": loaders, "driver": d["name"] if d else None,
