@@ -54,6 +54,7 @@ nlohmann::json definition_options(const SweepFlags& f, const engine::JobRequest&
   if (!f.run.measure.empty()) o["measure"] = f.run.measure;
   if (f.run.warmup != "5s") o["warmup"] = f.run.warmup;
   if (f.run.no_instrument) o["no_instrument"] = true;
+  if (f.run.profile) o["profile"] = true;
   return o;
 }
 
@@ -78,6 +79,7 @@ void restore_flags(SweepFlags& f, const store::SweepRecord& sweep) {
   f.run.measure = o.value("measure", "");
   f.run.warmup = o.value("warmup", "5s");
   f.run.no_instrument = o.value("no_instrument", false);
+  f.run.profile = o.value("profile", false);
   f.run.env.clear();
   // A named copy: items() of the temporary that value() returns would dangle.
   const nlohmann::json env = o.value("env", nlohmann::json::object());

@@ -58,6 +58,7 @@ struct RunFlags {
   std::vector<std::string> metric_regex;
   std::string throughput = "samples_per_sec";
   bool no_instrument = false;
+  bool profile = false;
   std::string warmup = "5s";
   std::string measure;
   std::vector<std::string> command;

@@ -13,6 +13,7 @@
 #include "telemetry/pyhook.h"
 #include "telemetry/steady_accumulator.h"
 #include "telemetry/summary_accumulator.h"
+#include "telemetry/trace_reader.h"
 
 namespace nodus::engine {
 namespace {
@@ -85,6 +86,38 @@ std::optional<std::string> job_cgroup_dir(pid_t pid) {
   return *mount + *path;
 }
 
+// The lowest rank's profile (profile-<rank>.json, trace-<rank>.json in the hook's folder): the
+// trace's facts for the diagnosis, and what `show` and `report` print.
+nlohmann::json read_profile(const std::string& dir, telemetry::Evidence& evidence) {
+  nlohmann::json p = {{"schedule", kProfileSchedule}};
+  std::optional<int> rank;
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(dir, ec))
+    if (auto r = rank_of(entry.path().filename().string(), "profile-", ".json"))
+      if (!rank || *r < *rank) rank = r;
+  if (!rank) {
+    p["note"] = "no profile: the loop fetched too few DataLoader batches (or none)";
+    return p;
+  }
+  auto meta = read_state(fs::path(dir) / ("profile-" + std::to_string(*rank) + ".json"));
+  if (meta) p["meta"] = *meta;
+  std::string trace = (fs::path(dir) / ("trace-" + std::to_string(*rank) + ".json")).string();
+  if (!fs::exists(trace, ec)) {
+    p["note"] = meta ? meta->value("why", std::string("no trace written")) : "no trace written";
+    return p;
+  }
+  p["trace"] = trace;
+  p["trace_bytes"] = fs::file_size(trace, ec);
+  auto facts = telemetry::read_trace_file(trace);
+  if (!facts) {
+    p["note"] = facts.error().message;
+    return p;
+  }
+  p.update(facts->to_json());
+  evidence.trace = std::move(*facts);
+  return p;
+}
+
 }  // namespace
 
 std::string hook_dir(const JobRecord& job) {
@@ -114,7 +147,13 @@ nlohmann::json prepare_instrumentation(const JobRecord& job, const SuperviseOpti
   env["PYTHONPATH"] = rest.empty() ? dir : dir + ":" + rest;
   env["NODUS_HOOK_DIR"] = dir;
   env["NODUS_WARMUP"] = options.warmup;
-  return {{"on", true}, {"why", "Python job: DataLoader iteration timed by nodus's hook"}};
+  nlohmann::json on = {{"on", true},
+                       {"why", "Python job: DataLoader iteration timed by nodus's hook"}};
+  if (options.profile) {
+    env["NODUS_PROFILE"] = kProfileSchedule;
+    on["profile"] = kProfileSchedule;
+  }
+  return on;
 }
 
 void HookAccumulator::add(const MetricPoint& p) {
@@ -372,6 +411,8 @@ Conclusion Measurement::conclude(const JobRecord& job, SeriesSource& series, dou
   if (hook.step_time) c.stats["instrumented_step_time"] = *hook.step_time;
   if (!tp_source.empty()) c.stats["throughput_source"] = tp_source;
   c.evidence.data_wait_source = c.stats["data_wait_source"].get<std::string>();
+
+  if (m.on() && m.options.profile) c.stats["profile"] = read_profile(m.dir, c.evidence);
 
   if (m.io) {
     auto io = m.io->evidence();

@@ -247,7 +247,7 @@ std::string JobObserver::finish(const JobRecord& job) {
   auto findings = telemetry::diagnose(summary, conclusion.evidence);
   stats["verdict"] = telemetry::verdict(summary, conclusion.evidence);
   nlohmann::json list = nlohmann::json::array();
-  for (const auto& f : findings)
+  for (const auto& f : findings) {
     list.push_back({{"rule", f.rule},
                     {"verdict", f.verdict},
                     {"cause", f.cause},
@@ -255,6 +255,8 @@ std::string JobObserver::finish(const JobRecord& job) {
                     {"evidence", f.evidence},
                     {"signals", f.signals},
                     {"note", f.note}});
+    if (f.usd) list.back()["usd"] = *f.usd;
+  }
   stats["findings"] = list;
   m.store.put_stats({job.id, stats});
 

@@ -10,6 +10,7 @@ nlohmann::json SuperviseOptions::to_json() const {
       {"throughput", throughput_metric},
   };
   j["instrument"] = instrument;
+  if (profile) j["profile"] = true;
   j["warmup"] = warmup;
   if (measure) j["measure_ms"] = measure->count();
   if (min_util) j["min_util"] = *min_util;
@@ -27,6 +28,7 @@ SuperviseOptions SuperviseOptions::from_json(const nlohmann::json& j) {
   o.metric_regexes = j.value("metric_regex", std::vector<std::string>{});
   o.throughput_metric = j.value("throughput", std::string("samples_per_sec"));
   o.instrument = j.value("instrument", true);
+  o.profile = j.value("profile", false);
   o.warmup = j.value("warmup", std::string("5s"));
   if (j.contains("measure_ms"))
     o.measure = std::chrono::milliseconds(j["measure_ms"].get<int64_t>());
