@@ -238,5 +238,63 @@ TEST(PythonJobs, ASleepUnderAStandInGpuIsNotToldToRaiseNumWorkers) {
   EXPECT_EQ(s["instrumentation"]["on"], false);
 }
 
+TEST(PythonJobs, TheLoaderInTheMainProcessIsToldToUseWorkersNotBlamedOnTheCpu) {
+  REQUIRE_TORCH();
+  NodusHome home;
+  // flaws.py --flaw loader-main: num_workers=0 and a per-sample transform in the main process;
+  // torch's own threads keep the cores busy too.
+  auto r = home.run({"run", "--warmup", "3", "--measure", "4s", "--timeout", "120s", "--",
+                     kPython, kData + "flaws.py", "--flaw", "loader-main", "--seconds", "60"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  auto s = stats_of(home, "1");
+  EXPECT_EQ(s["loaders"][0]["workers"], 0) << s.dump();
+  EXPECT_EQ(top_rule(s), "loader-main") << s.dump();
+  EXPECT_EQ(s["findings"][0]["fix"].get<std::string>().find("will not help"), std::string::npos);
+}
+
+TEST(PythonJobs, ProfileOnCpuCountsItemCallsAndSaysTheGpuRowsCannotBeJudged) {
+  REQUIRE_TORCH();
+  NodusHome home;
+  auto r = home.run({"run", "--profile", "--warmup", "15", "--measure", "2s", "--timeout",
+                     "120s", "--", kPython, kData + "flaws.py", "--flaw", "item", "--seconds",
+                     "60"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  auto s = stats_of(home, "1");
+  ASSERT_TRUE(s.contains("profile")) << s.dump();
+  const auto& p = s["profile"];
+  EXPECT_EQ(p["cuda"], false);
+  EXPECT_EQ(p["steps"], 5);
+  // Three .item() per step (loss, accuracy, gradient norm); the loss.item() of the step before
+  // can fall on either side of a step's edge, so a little slack.
+  EXPECT_NEAR(p["syncs_per_step"].get<double>(), 3, 0.5) << p.dump();
+  EXPECT_EQ(p["sync_sites"][0]["what"], "aten::item");
+  EXPECT_TRUE(p.contains("timeline"));
+  bool said = false;
+  for (const auto& f : s["findings"]) {
+    said = said || f["rule"] == "trace-cpu-only";
+    EXPECT_FALSE(f["rule"].get<std::string>().rfind("trace-", 0) == 0 && !f["note"].get<bool>());
+  }
+  EXPECT_TRUE(said) << s.dump();
+  auto show = home.run({"show", "1"});
+  EXPECT_NE(show.out.find("CPU only: the GPU rows cannot be judged"), std::string::npos)
+      << show.out;
+  // The report draws the step: a CPU row, no GPU row on a CPU-only trace.
+  auto rep = home.run({"report", "1", "-o", home.file("r.html")});
+  ASSERT_EQ(rep.code, 0) << rep.err;
+  std::string html = read_file(home.file("r.html"));
+  EXPECT_NE(html.find("class=\"chart step-timeline\""), std::string::npos);
+  EXPECT_NE(html.find("class=\"cpu\""), std::string::npos);
+  EXPECT_EQ(html.find("class=\"gpu\""), std::string::npos);
+}
+
+TEST(PythonJobs, ProfileWithoutTheHookIsRefused) {
+  NodusHome home;
+  auto r = home.run({"run", "--profile", "--no-instrument", "--", "true"});
+  EXPECT_EQ(r.code, 125);
+  EXPECT_NE(r.err.find("--profile"), std::string::npos) << r.err;
+  auto ps = nlohmann::json::parse(home.run({"ps", "-a", "--format", "json"}).out);
+  EXPECT_TRUE(ps.empty()) << "nothing ran: " << ps.dump();
+}
+
 }  // namespace
 }  // namespace nodus::testing
