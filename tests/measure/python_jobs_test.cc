@@ -243,8 +243,8 @@ TEST(PythonJobs, TheLoaderInTheMainProcessIsToldToUseWorkersNotBlamedOnTheCpu) {
   NodusHome home;
   // flaws.py --flaw loader-main: num_workers=0 and a per-sample transform in the main process;
   // torch's own threads keep the cores busy too.
-  auto r = home.run({"run", "--warmup", "3", "--measure", "4s", "--timeout", "120s", "--",
-                     kPython, kData + "flaws.py", "--flaw", "loader-main", "--seconds", "60"});
+  auto r = home.run({"run", "--warmup", "3", "--measure", "4s", "--timeout", "120s", "--", kPython,
+                     kData + "flaws.py", "--flaw", "loader-main", "--seconds", "60"});
   ASSERT_EQ(r.code, 0) << r.err;
   auto s = stats_of(home, "1");
   EXPECT_EQ(s["loaders"][0]["workers"], 0) << s.dump();
@@ -255,9 +255,8 @@ TEST(PythonJobs, TheLoaderInTheMainProcessIsToldToUseWorkersNotBlamedOnTheCpu) {
 TEST(PythonJobs, ProfileOnCpuCountsItemCallsAndSaysTheGpuRowsCannotBeJudged) {
   REQUIRE_TORCH();
   NodusHome home;
-  auto r = home.run({"run", "--profile", "--warmup", "15", "--measure", "2s", "--timeout",
-                     "120s", "--", kPython, kData + "flaws.py", "--flaw", "item", "--seconds",
-                     "60"});
+  auto r = home.run({"run", "--profile", "--warmup", "15", "--measure", "2s", "--timeout", "120s",
+                     "--", kPython, kData + "flaws.py", "--flaw", "item", "--seconds", "60"});
   ASSERT_EQ(r.code, 0) << r.err;
   auto s = stats_of(home, "1");
   ASSERT_TRUE(s.contains("profile")) << s.dump();
