@@ -190,6 +190,19 @@ class _NodusHook(object):
         self.os.replace(tmp, tmp[:-4])
         self.prof_done = True
 
+    def profile_failed(self, error):
+        # The profiler's failure ends profiling only: the loader figures carry on.
+        self.profile = None
+        self.prof = None
+        self.prof_done = True
+        try:
+            import json
+            _nodus_sys.stderr.write("nodus: profiler off after an error: %r\n" % (error,))
+            with open(self.os.path.join(self.out_dir, "profile-%d.json" % self.rank), "w") as f:
+                f.write(json.dumps({"complete": False, "why": "profiler failed: %r" % (error,)}))
+        except Exception:
+            pass
+
     def stop_profiler(self, stopping):
         # After the schedule's last step (the trace is written by then) or at exit (stop()
         # writes what the active steps recorded so far; nothing when they had not begun).
@@ -340,7 +353,7 @@ def _nodus_patch(module, hook):
             try:
                 hook.before()
             except Exception as error:
-                hook.fail(error)
+                hook.profile_failed(error)
         t0 = clock()
         batch = original(self)  # StopIteration and the loader's errors pass through as they are
         t1 = clock()

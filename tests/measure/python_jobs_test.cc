@@ -295,5 +295,26 @@ TEST(PythonJobs, ProfileWithoutTheHookIsRefused) {
   EXPECT_TRUE(ps.empty()) << "nothing ran: " << ps.dump();
 }
 
+TEST(PythonJobs, AProfilerThatFailsEndsProfilingOnlyAndIsSaid) {
+  REQUIRE_TORCH();
+  NodusHome home;
+  std::string script = home.file("broken_profiler.py");
+  write_file(script,
+             "import torch, torch.profiler as tp\n"
+             "from torch.utils.data import DataLoader, TensorDataset\n"
+             "def boom(*a, **k): raise RuntimeError('no profiler here')\n"
+             "tp.profile.start = boom\n"
+             "ds = TensorDataset(torch.randn(640, 8))\n"
+             "n = sum(1 for _ in DataLoader(ds, batch_size=16))\n"
+             "print('batches', n)\n");
+  auto r = home.run({"run", "--profile", "--warmup", "2", "--", kPython, script});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("batches 40"), std::string::npos) << r.out;  // the job is untouched
+  auto s = stats_of(home, "1");
+  EXPECT_EQ(s["loaders"][0]["batches"], 40) << s.dump();  // the loader figures carry on
+  EXPECT_NE(s["profile"]["note"].get<std::string>().find("profiler failed"), std::string::npos)
+      << s.dump();
+}
+
 }  // namespace
 }  // namespace nodus::testing
