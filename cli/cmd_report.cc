@@ -36,6 +36,39 @@ std::vector<report::Diagnosis> diagnosis_of(const nlohmann::json& stats) {
   return out;
 }
 
+// The profiled step of a --profile job (stats.profile.timeline), if any.
+std::optional<report::StepTimeline> timeline_of(const nlohmann::json& stats) {
+  if (!stats.contains("profile") || !stats["profile"].contains("timeline")) return std::nullopt;
+  const auto& p = stats["profile"];
+  const auto& j = p["timeline"];
+  report::StepTimeline t;
+  t.step_ms = j.value("step_ms", 0.0);
+  t.cuda = p.value("cuda", false);
+  auto rows = [&](const char* key, std::vector<std::pair<double, double>>& out) {
+    for (const auto& r : j.value(key, nlohmann::json::array()))
+      if (r.is_array() && r.size() == 2 && r[0].is_number() && r[1].is_number())
+        out.emplace_back(r[0].get<double>(), r[1].get<double>());
+  };
+  rows("cpu", t.cpu);
+  rows("gpu", t.gpu);
+  rows("fetch", t.fetch);
+  for (const auto& s : j.value("syncs", nlohmann::json::array()))
+    if (s.is_object()) t.syncs.emplace_back(s.value("at_ms", 0.0), s.value("what", std::string()));
+  char buf[200];
+  if (t.cuda)
+    std::snprintf(buf, sizeof buf,
+                  "step %.2f ms; GPU busy %.0f%%, idle fetching %.0f%%, after syncs %.0f%%, "
+                  "otherwise %.0f%% (over %d steps)",
+                  p.value("step_ms", 0.0), 100 * p.value("gpu_busy_share", 0.0),
+                  100 * p.value("idle_fetch_share", 0.0), 100 * p.value("idle_sync_share", 0.0),
+                  100 * p.value("idle_inside_share", 0.0), p.value("steps", 0));
+  else
+    std::snprintf(buf, sizeof buf, "step %.2f ms; CPU-only trace, no GPU row (over %d steps)",
+                  p.value("step_ms", 0.0), p.value("steps", 0));
+  t.caption = buf;
+  return t;
+}
+
 std::vector<report::UtilPoint> util_of(store::Store& store, const JobRecord& job) {
   std::vector<report::UtilPoint> out;
   double start = job.started_at.value_or(0);
@@ -57,7 +90,10 @@ report::Cell cell_of(store::Store& store, const JobRecord& job, const sweep::Cel
   c.util_mean = r.util_mean;
   c.idle_usd = r.idle_usd;
   if (r.verdict) c.verdict = *r.verdict;
-  if (auto stats = store.stats(job.id)) c.diagnosis = diagnosis_of(stats->values);
+  if (auto stats = store.stats(job.id)) {
+    c.diagnosis = diagnosis_of(stats->values);
+    c.timeline = timeline_of(stats->values);
+  }
   c.util = util_of(store, job);
   return c;
 }

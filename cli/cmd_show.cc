@@ -97,16 +97,64 @@ void print_job(store::Store& store, const JobRecord& job, Format format) {
         std::string name = l.value("name", std::string("?"));
         row(name == driver ? "loader (table)" : "loader",
             name + ": " + std::to_string(l.value("batches", 0)) + " batches, " +
-                std::to_string(l.value("samples", 0)) + " samples");
+                std::to_string(l.value("samples", 0)) + " samples" +
+                (l.contains("workers") && l["workers"].is_number_integer()
+                     ? ", num_workers=" + std::to_string(l["workers"].get<int>())
+                     : std::string()));
       }
       if (v.value("ranks", 1) > 1) row("ranks", std::to_string(v["ranks"].get<int>()));
     }
-    if (v.contains("io") && v["io"].value("readable", false)) {
-      char buf[96];
-      std::snprintf(buf, sizeof buf, "%.1f MiB read from storage over %.0f s",
-                    v["io"].value("read_bytes", 0.0) / (1024.0 * 1024.0),
-                    v["io"].value("seconds", 0.0));
-      row("io", buf);
+    if (v.contains("io") &&
+        (v["io"].value("readable", false) || v["io"].contains("cgroup_read_bytes"))) {
+      const auto& io = v["io"];
+      double bytes = io.value("cgroup_read_bytes", io.value("read_bytes", 0.0));
+      char buf[160];
+      std::snprintf(buf, sizeof buf, "%.1f MiB read from storage over %.0f s (%s)",
+                    bytes / (1024.0 * 1024.0), io.value("seconds", 0.0),
+                    io.value("source", std::string("/proc/PID/io")).c_str());
+      std::string text = buf;
+      if (io.contains("cgroup_note")) text += "; " + io["cgroup_note"].get<std::string>();
+      row("io", text);
+    }
+    if (v.contains("profile")) {
+      const auto& p = v["profile"];
+      char buf[320];
+      if (p.contains("steps") && p.value("cuda", false))
+        std::snprintf(buf, sizeof buf,
+                      "%d steps of %.2f ms: GPU busy %.0f%%, idle fetching %.0f%%, after syncs "
+                      "%.0f%%, otherwise %.0f%%; %.3g syncs, %.0f kernels (median %.3g us) per "
+                      "step; FP32 GEMM/conv %.0f%% of GPU time",
+                      p.value("steps", 0), p.value("step_ms", 0.0),
+                      100 * p.value("gpu_busy_share", 0.0), 100 * p.value("idle_fetch_share", 0.0),
+                      100 * p.value("idle_sync_share", 0.0),
+                      100 * p.value("idle_inside_share", 0.0), p.value("syncs_per_step", 0.0),
+                      p.value("kernels_per_step", 0.0), p.value("median_kernel_us", 0.0),
+                      100 * p.value("fp32_gemm_share", 0.0));
+      else if (p.contains("steps"))
+        std::snprintf(buf, sizeof buf,
+                      "%d steps of %.2f ms (CPU only: the GPU rows cannot be judged)",
+                      p.value("steps", 0), p.value("step_ms", 0.0));
+      else
+        std::snprintf(buf, sizeof buf, "%s", p.value("note", std::string("no trace")).c_str());
+      row("profile", buf);
+      if (p.contains("trace")) row("trace", p["trace"].get<std::string>());
+      for (const auto& s : p.value("sync_sites", nlohmann::json::array())) {
+        std::snprintf(buf, sizeof buf, "%.3g per step%s%s", s.value("per_step", 0.0),
+                      s.value("site", std::string()).empty() ? "" : " at ",
+                      s.value("site", std::string()).c_str());
+        std::string text = buf;
+        if (p.value("cuda", false)) {  // a CPU trace has no GPU to idle
+          std::snprintf(buf, sizeof buf, ", GPU idle %.3g ms after each",
+                        s.value("gpu_idle_ms_each", 0.0));
+          text += buf;
+        }
+        row("sync " + s.value("what", std::string()), text);
+      }
+      for (const auto& o : p.value("top_ops", nlohmann::json::array())) {
+        std::snprintf(buf, sizeof buf, "%.3f ms per step (%s)", o.value("ms_per_step", 0.0),
+                      p.value("top_ops_by", std::string()).c_str());
+        row("top op", o.value("name", std::string()) + ": " + buf);
+      }
     }
     if (v.contains("findings"))
       for (const auto& f : v["findings"])

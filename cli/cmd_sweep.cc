@@ -55,6 +55,7 @@ nlohmann::json definition_options(const SweepFlags& f, const engine::JobRequest&
   if (f.run.warmup != "5s") o["warmup"] = f.run.warmup;
   if (f.run.no_instrument) o["no_instrument"] = true;
   if (f.run.cpus_per_gpu > 0) o["cpus_per_gpu"] = f.run.cpus_per_gpu;
+  if (f.run.profile) o["profile"] = true;
   return o;
 }
 
@@ -80,6 +81,7 @@ void restore_flags(SweepFlags& f, const store::SweepRecord& sweep) {
   f.run.warmup = o.value("warmup", "5s");
   f.run.no_instrument = o.value("no_instrument", false);
   f.run.cpus_per_gpu = o.value("cpus_per_gpu", 0);
+  f.run.profile = o.value("profile", false);
   f.run.env.clear();
   // A named copy: items() of the temporary that value() returns would dangle.
   const nlohmann::json env = o.value("env", nlohmann::json::object());

@@ -82,6 +82,9 @@ void add_run_flags(CLI::App* sub, RunFlags& f) {
       ->capture_default_str();
   sub->add_flag("--no-instrument", f.no_instrument,
                 "do not time the DataLoader of a Python job (nodus's sitecustomize hook)");
+  sub->add_flag("--profile", f.profile,
+                "run torch.profiler over DataLoader batches 8-12 of a Python job (wait 5, warm-up "
+                "2, active 5) and diagnose syncs, launch overhead and FP32 math from its trace");
   sub->add_option("--warmup", f.warmup,
                   "batches (20) or time (5s) after the first batch left out of the figures")
       ->type_name("N|DURATION")
@@ -139,6 +142,9 @@ engine::JobRequest to_request(const RunFlags& f) {
   r.supervise.metric_regexes = f.metric_regex;
   r.supervise.throughput_metric = f.throughput;
   r.supervise.instrument = !f.no_instrument;
+  if (f.profile && f.no_instrument)
+    throw Fatal("--profile: the profiler runs inside nodus's Python hook: drop --no-instrument");
+  r.supervise.profile = f.profile;
   if (!telemetry::parse_warmup(f.warmup))
     throw Fatal("--warmup: invalid value '" + f.warmup +
                 "': expected a number of batches (20) or a duration (5s, 1m)");

@@ -62,6 +62,7 @@ struct RunFlags {
   std::vector<std::string> metric_regex;
   std::string throughput = "samples_per_sec";
   bool no_instrument = false;
+  bool profile = false;
   std::string warmup = "5s";
   std::string measure;
   int cpus_per_gpu = 0;  // 0: the GPUs' whole share

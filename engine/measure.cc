@@ -6,12 +6,15 @@
 #include <sstream>
 
 #include "core/cost.h"
+#include "backend/local/cgroup.h"
 #include "core/parse.h"
+#include "core/proc.h"
 #include "sweep/metrics.h"
 #include "telemetry/io_evidence.h"
 #include "telemetry/pyhook.h"
 #include "telemetry/steady_accumulator.h"
 #include "telemetry/summary_accumulator.h"
+#include "telemetry/trace_reader.h"
 
 namespace nodus::engine {
 namespace {
@@ -74,6 +77,48 @@ class JobMean {
   telemetry::SteadyMean all_;
 };
 
+// The cgroup v2 folder a process is in (its "0::" line under the cgroup2 mount), or nullopt.
+std::optional<std::string> job_cgroup_dir(pid_t pid) {
+  auto mountinfo = read_small_file("/proc/self/mountinfo");
+  auto mount = mountinfo ? backend::local::cgroup2_mount(*mountinfo) : std::nullopt;
+  auto own = read_small_file("/proc/" + std::to_string(pid) + "/cgroup");
+  auto path = own ? backend::local::unified_path(*own) : std::nullopt;
+  if (!mount || !path || *path == "/") return std::nullopt;
+  return *mount + *path;
+}
+
+// The lowest rank's profile (profile-<rank>.json, trace-<rank>.json in the hook's folder): the
+// trace's facts for the diagnosis, and what `show` and `report` print.
+nlohmann::json read_profile(const std::string& dir, telemetry::Evidence& evidence) {
+  nlohmann::json p = {{"schedule", kProfileSchedule}};
+  std::optional<int> rank;
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(dir, ec))
+    if (auto r = rank_of(entry.path().filename().string(), "profile-", ".json"))
+      if (!rank || *r < *rank) rank = r;
+  if (!rank) {
+    p["note"] = "no profile: the loop fetched too few DataLoader batches (or none)";
+    return p;
+  }
+  auto meta = read_state(fs::path(dir) / ("profile-" + std::to_string(*rank) + ".json"));
+  if (meta) p["meta"] = *meta;
+  std::string trace = (fs::path(dir) / ("trace-" + std::to_string(*rank) + ".json")).string();
+  if (!fs::exists(trace, ec)) {
+    p["note"] = meta ? meta->value("why", std::string("no trace written")) : "no trace written";
+    return p;
+  }
+  p["trace"] = trace;
+  p["trace_bytes"] = fs::file_size(trace, ec);
+  auto facts = telemetry::read_trace_file(trace);
+  if (!facts) {
+    p["note"] = facts.error().message;
+    return p;
+  }
+  p.update(facts->to_json());
+  evidence.trace = std::move(*facts);
+  return p;
+}
+
 }  // namespace
 
 std::string hook_dir(const JobRecord& job) {
@@ -103,7 +148,13 @@ nlohmann::json prepare_instrumentation(const JobRecord& job, const SuperviseOpti
   env["PYTHONPATH"] = rest.empty() ? dir : dir + ":" + rest;
   env["NODUS_HOOK_DIR"] = dir;
   env["NODUS_WARMUP"] = options.warmup;
-  return {{"on", true}, {"why", "Python job: DataLoader iteration timed by nodus's hook"}};
+  nlohmann::json on = {{"on", true},
+                       {"why", "Python job: DataLoader iteration timed by nodus's hook"}};
+  if (options.profile) {
+    env["NODUS_PROFILE"] = kProfileSchedule;
+    on["profile"] = kProfileSchedule;
+  }
+  return on;
 }
 
 void HookAccumulator::add(const MetricPoint& p) {
@@ -209,8 +260,11 @@ void Measurement::on_started(const JobRecord& job) {
   Impl& m = *impl_;
   m.dir = hook_dir(job);
   m.started_at = job.started_at.value_or(unix_now());
-  if (job.backend == "local" && !job.backend_id.empty())
-    m.io = std::make_unique<telemetry::IoTracker>(std::stoi(job.backend_id));
+  if (job.backend == "local" && !job.backend_id.empty()) {
+    pid_t pid = std::stoi(job.backend_id);
+    m.io = std::make_unique<telemetry::IoTracker>(pid);
+    if (auto dir = job_cgroup_dir(pid)) m.io->watch_cgroup(*dir);
+  }
 }
 
 std::vector<MetricPoint> Measurement::tick(double now) {
@@ -263,6 +317,11 @@ Conclusion Measurement::conclude(const JobRecord& job, SeriesSource& series, dou
     if (rank == m.states.begin()->first && state.contains("loaders")) {
       loaders = state["loaders"];
       if (state.contains("driver")) c.stats["loader_driver"] = state["driver"];
+      // The driving loader's num_workers: 0 means the loop loads its own batches.
+      for (const auto& l : loaders)
+        if (l.is_object() && state.contains("driver") && l.value("name", "") == state["driver"] &&
+            l.contains("workers") && l["workers"].is_number_integer())
+          c.evidence.loader_workers = l["workers"].get<int>();
     }
   }
   if (!m.states.empty()) {
@@ -354,11 +413,17 @@ Conclusion Measurement::conclude(const JobRecord& job, SeriesSource& series, dou
   if (!tp_source.empty()) c.stats["throughput_source"] = tp_source;
   c.evidence.data_wait_source = c.stats["data_wait_source"].get<std::string>();
 
+  if (m.on() && m.options.profile) c.stats["profile"] = read_profile(m.dir, c.evidence);
+
   if (m.io) {
     auto io = m.io->evidence();
     c.evidence.read_mib_per_s = io.read_mib_per_s();
     c.evidence.iowait_share = io.iowait_share;
+    c.evidence.io_source = io.source();
     nlohmann::json j = {{"read_bytes", io.read_bytes}, {"seconds", io.seconds}};
+    if (io.cgroup_read_bytes) j["cgroup_read_bytes"] = *io.cgroup_read_bytes;
+    if (!io.cgroup_note.empty()) j["cgroup_note"] = io.cgroup_note;
+    j["source"] = io.source();
     if (io.iowait_share) j["iowait_share"] = *io.iowait_share;
     j["readable"] = io.readable;
     c.stats["io"] = j;

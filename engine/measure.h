@@ -24,6 +24,9 @@
 
 namespace nodus::engine {
 
+// torch.profiler's schedule under --profile, in DataLoader batches: wait, warm-up, active.
+inline constexpr const char* kProfileSchedule = "5,2,5";
+
 // The hook's folder for a job: next to its metrics file ("<id>.hook").
 std::string hook_dir(const JobRecord& job);
 

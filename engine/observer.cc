@@ -248,7 +248,7 @@ std::string JobObserver::finish(const JobRecord& job) {
   auto findings = telemetry::diagnose(summary, conclusion.evidence);
   stats["verdict"] = telemetry::verdict(summary, conclusion.evidence);
   nlohmann::json list = nlohmann::json::array();
-  for (const auto& f : findings)
+  for (const auto& f : findings) {
     list.push_back({{"rule", f.rule},
                     {"verdict", f.verdict},
                     {"cause", f.cause},
@@ -256,6 +256,8 @@ std::string JobObserver::finish(const JobRecord& job) {
                     {"evidence", f.evidence},
                     {"signals", f.signals},
                     {"note", f.note}});
+    if (f.usd) list.back()["usd"] = *f.usd;
+  }
   // More DataLoader workers than the CPUs the job was given (backend/local/cpuset.h): a note in
   // `show`, and in the sweep table's VERDICT.
   const int cpus = job.options.value("cpus", 0);

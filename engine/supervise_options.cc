@@ -10,6 +10,7 @@ nlohmann::json SuperviseOptions::to_json() const {
       {"throughput", throughput_metric},
   };
   j["instrument"] = instrument;
+  if (profile) j["profile"] = true;
   j["warmup"] = warmup;
   if (measure) j["measure_ms"] = measure->count();
   if (cpus_per_gpu) j["cpus_per_gpu"] = *cpus_per_gpu;
@@ -28,6 +29,7 @@ SuperviseOptions SuperviseOptions::from_json(const nlohmann::json& j) {
   o.metric_regexes = j.value("metric_regex", std::vector<std::string>{});
   o.throughput_metric = j.value("throughput", std::string("samples_per_sec"));
   o.instrument = j.value("instrument", true);
+  o.profile = j.value("profile", false);
   o.warmup = j.value("warmup", std::string("5s"));
   if (j.contains("cpus_per_gpu")) o.cpus_per_gpu = j["cpus_per_gpu"].get<int>();
   if (j.contains("measure_ms"))

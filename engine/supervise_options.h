@@ -18,6 +18,7 @@ struct SuperviseOptions {
   std::vector<std::string> metric_regexes;  // "NAME=REGEX"
   std::string throughput_metric = "samples_per_sec";
   bool instrument = true;     // the Python hook for jobs that run Python (--no-instrument)
+  bool profile = false;       // torch.profiler inside the hook (--profile)
   std::string warmup = "5s";  // batches ("20") or a duration (--warmup)
   std::optional<std::chrono::milliseconds> measure;  // stop after this much steady state
   std::optional<int> cpus_per_gpu;                   // --cpus-per-gpu (backend/local/cpuset.h)

@@ -34,4 +34,7 @@ std::string render_bar_chart(const BarChart& chart);
 // axis ends where the run ended. cell.util must not be empty.
 std::string render_util_chart(size_t cell_index, const Cell& cell);
 
+// One profiled step (report.h's StepTimeline): CPU row, GPU row, idle gaps, syncs.
+std::string render_step_timeline(size_t cell_index, const StepTimeline& timeline);
+
 }  // namespace nodus::report

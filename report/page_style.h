@@ -101,6 +101,18 @@ svg.chart .best-tag { fill: var(--accent); font-size: 10px; letter-spacing: .05e
   border: 1px solid rgba(180, 83, 9, .45);
   background: repeating-linear-gradient(45deg, var(--idle-soft) 0 3px, rgba(180, 83, 9, .35) 3px 4.2px);
 }
+.timelines { display: grid; grid-template-columns: minmax(0, 900px); gap: 16px; }
+.step-timeline .lane { fill: none; stroke: var(--line); }
+.step-timeline .cpu { fill: #64748b; }
+.step-timeline .gpu { fill: var(--accent); }
+.step-timeline .gap { fill: rgba(180, 83, 9, .55); }
+.step-timeline .gap.fetch { fill: rgba(180, 83, 9, .22); }
+.step-timeline .sync { stroke: #b91c1c; stroke-width: 1.5; }
+.swatch.tl-cpu { background: #64748b; }
+.swatch.tl-gpu { background: var(--accent); }
+.swatch.tl-gap { background: rgba(180, 83, 9, .55); }
+.swatch.tl-fetch { background: rgba(180, 83, 9, .22); }
+.swatch.tl-sync { width: 3px; background: #b91c1c; }
 .swatch.threshold { height: 0; border-top: 1px dashed var(--idle); border-radius: 0; }
 .diagnoses { display: grid; grid-template-columns: repeat(2, 1fr); gap: 14px; }
 .multiples.single { grid-template-columns: minmax(0, 440px); }

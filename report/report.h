@@ -18,7 +18,11 @@
 //    cell's index in cells), holding one <polyline class="util">: one point per sample up to
 //    kMaxUtilPoints, and a min/max envelope of at most kMaxUtilPoints points beyond that (long
 //    runs also get a rolling average, <polyline class="util-mean">); idle stretches (util below
-//    kIdleUtilPercent) are <rect class="idle">.
+//    kIdleUtilPercent) are <rect class="idle">;
+//  - one <svg class="chart step-timeline" data-cell="I"> per profiled cell: a CPU row and a GPU
+//    row of <rect class="cpu"> / <rect class="gpu"> boxes, GPU-idle gaps as <rect class="gap">
+//    (<rect class="gap fetch"> while the loop fetched its next batch), each host-device sync as
+//    a <line class="sync">.
 
 #include <optional>
 #include <string>
@@ -41,6 +45,17 @@ struct Diagnosis {
   std::string evidence;  // "data wait 83% of the loop's time"
 };
 
+// One profiled step (nodus run --profile), drawn as a timeline: times in ms from its start.
+struct StepTimeline {
+  double step_ms = 0;
+  std::vector<std::pair<double, double>> cpu;         // the loop's thread busy
+  std::vector<std::pair<double, double>> gpu;         // kernels and copies
+  std::vector<std::pair<double, double>> fetch;       // waiting for the next batch
+  std::vector<std::pair<double, std::string>> syncs;  // host-device syncs: when, what
+  bool cuda = true;                                   // false: a CPU-only trace, no GPU row
+  std::string caption;                                // "GPU busy 41% of the step, ..."
+};
+
 struct UtilPoint {
   double t = 0;     // seconds since the cell's job started
   double util = 0;  // percent, 0..100 (mean over the job's GPUs)
@@ -60,7 +75,8 @@ struct Cell {
   std::string verdict;                    // one line: "data-starved", "best: fastest and cheapest"
   std::vector<Diagnosis> diagnosis;
   bool best = false;
-  std::vector<UtilPoint> util;  // in time order
+  std::vector<UtilPoint> util;           // in time order
+  std::optional<StepTimeline> timeline;  // with --profile
 };
 
 struct GridAxis {

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "core/parse.h"
 #include "core/strings.h"
 #include "telemetry/util_series.h"
 
@@ -42,7 +43,8 @@ bool io_evidence(const Evidence& e) {
 std::string io_text(const Evidence& e) {
   std::vector<std::string> parts;
   if (e.read_mib_per_s)
-    parts.push_back("storage reads " + fixed(*e.read_mib_per_s, "%.1f") + " MiB/s");
+    parts.push_back("storage reads " + fixed(*e.read_mib_per_s, "%.1f") + " MiB/s" +
+                    (e.io_source.empty() ? "" : " (" + e.io_source + ")"));
   if (e.iowait_share) parts.push_back("iowait " + format_percent(*e.iowait_share * 100));
   return parts.empty() ? "storage reads unknown" : join(parts, ", ");
 }
@@ -54,6 +56,21 @@ Finding loader_finding(const Summary& s, const Evidence& e) {
     ev.push_back("sawtooth " + fixed(*s.sawtooth, "%.2f"));
   const bool host = s.cpu_saturation && s.cores;
   const double busiest = s.max_process_cpu.value_or(0);
+  if (e.loader_workers && *e.loader_workers == 0) {
+    // The loop loads its own batches: nothing overlaps loading with compute, and busy cores
+    // are torch's intra-op threads as much as the loading. Workers come first.
+    ev.push_back("DataLoader num_workers=0 (loading in the main process)");
+    if (host) ev.push_back(cpu_text(s));
+    if (e.read_mib_per_s || e.iowait_share) ev.push_back(io_text(e));
+    return {"loader-main",
+            "loader-starved",
+            "the DataLoader loads in the main process: the GPU waits while the loop loads",
+            "num_workers > 0 (try 4, 8, 16), pin_memory=True, persistent_workers=True",
+            join(ev, ", "),
+            false,
+            0.95,
+            {"data_wait", "loader"}};
+  }
   if (host && *s.cpu_saturation >= kCpuSaturated) {
     ev.push_back(cpu_text(s) + " the job may use");
     return {"cpu-bound",
@@ -143,6 +160,80 @@ Finding sync_finding(const Summary& s, bool near_zero, double score) {
           {"gpu_util", "data_wait"}};
 }
 
+std::string pct(double share) { return format_percent(share * 100); }
+
+std::string usd_text(double usd, double cost) {
+  return "~" + format_usd(usd) + " of the job's " + format_usd(cost);
+}
+
+double trace_score(double share) { return 0.5 + 0.34 * std::min(1.0, share * 2); }
+
+// The rows only a CUDA trace can show, each priced at the job's cost.
+std::vector<Finding> trace_findings(const Summary& s, const TraceFacts& t) {
+  std::vector<Finding> out;
+  if (t.syncs_per_step >= 1 && t.idle_sync_share >= kSyncIdleShare && !t.sync_sites.empty()) {
+    const SyncSite& top = t.sync_sites.front();
+    double per_step = top.count / static_cast<double>(std::max(1, t.steps));
+    double each_ms = top.count ? top.gpu_idle_us / top.count / 1000 : 0;
+    double usd = t.idle_sync_share * s.cost;
+    std::string ev = top.what + " " + fixed(per_step, "%.3g") + " per step" +
+                     (top.site.empty() ? "" : " at " + top.site) + ", GPU idle " +
+                     fixed(each_ms, "%.3g") + " ms after each (" +
+                     pct(each_ms * 1000 * per_step / t.step_us) + " of the step); " +
+                     fixed(t.syncs_per_step, "%.3g") + " syncs per step in all, GPU idle after " +
+                     "them " + pct(t.idle_sync_share) + " of the step, " + usd_text(usd, s.cost);
+    out.push_back({"trace-sync",
+                   "sync-bound",
+                   "host-device syncs inside the step (logging or Python control flow on CUDA "
+                   "values): the GPU drains and waits for Python after each",
+                   "accumulate on the device, log every N steps (no .item()/.cpu()/print of CUDA "
+                   "tensors per step)",
+                   ev,
+                   false,
+                   trace_score(t.idle_sync_share),
+                   {"trace"},
+                   usd});
+  }
+  if (t.gpu_busy_share < kLaunchGpuBusy && t.idle_inside_share >= kLaunchIdleShare &&
+      t.median_kernel_us > 0 && t.median_kernel_us < kLaunchMedianUs) {
+    double usd = t.idle_inside_share * s.cost;
+    std::string ev = fixed(t.kernels_per_step, "%.0f") + " kernels per step, median " +
+                     fixed(t.median_kernel_us, "%.3g") + " us, " + fixed(t.launches_per_s, "%.0f") +
+                     " launches/s; GPU busy " + pct(t.gpu_busy_share) +
+                     " of the step, idle between kernels " + pct(t.idle_inside_share) + ", " +
+                     usd_text(usd, s.cost);
+    out.push_back({"trace-launch",
+                   "launch-bound",
+                   "many tiny kernels: small batch, the GPU waits for Python to launch the next",
+                   "larger batch, torch.compile (mode=\"reduce-overhead\" uses CUDA graphs)",
+                   ev,
+                   false,
+                   trace_score(t.idle_inside_share),
+                   {"trace"},
+                   usd});
+  }
+  if (t.fp32_gemm_share >= kFp32Share) {
+    // Excess: the FP32 GEMM/conv share of the steps' time, were it kBf16Speedup times faster.
+    double step_share = t.fp32_gemm_share * t.gpu_busy_share;
+    double usd = step_share * (1 - 1 / kBf16Speedup) * s.cost;
+    std::string kernel = t.top_fp32_kernel.substr(0, 60);
+    std::string ev = pct(t.fp32_gemm_share) + " of GPU time in FP32 GEMM/conv (" + kernel +
+                     "), GPU busy " + pct(t.gpu_busy_share) + " of the step; up to " +
+                     usd_text(usd, s.cost) + " in excess if bf16 runs them " +
+                     fixed(kBf16Speedup, "%.0f") + "x faster";
+    out.push_back({"trace-fp32",
+                   "fp32-math",
+                   "FP32 matrix math: Tensor Cores unused",
+                   "torch.autocast(\"cuda\", dtype=torch.bfloat16), sizes in multiples of 8",
+                   ev,
+                   false,
+                   trace_score(step_share * (1 - 1 / kBf16Speedup)),
+                   {"trace"},
+                   usd});
+  }
+  return out;
+}
+
 }  // namespace
 
 std::vector<Finding> diagnose(const Summary& s, const Evidence& e) {
@@ -152,12 +243,13 @@ std::vector<Finding> diagnose(const Summary& s, const Evidence& e) {
   const bool dw_near_zero = dw && *dw < kDataWaitNearZero;
   const bool low_util = s.util_mean && *s.util_mean < kLowUtil;
   const bool sawtooth = s.sawtooth && *s.sawtooth >= kSawtoothHigh;
+  const bool gpu_trace = e.trace && e.trace->cuda;
 
   if (dw_high) {
     out.push_back(loader_finding(s, e));
   } else if (low_util && !dw) {
     out.push_back(unknown_wait_finding(s));
-  } else if (low_util) {
+  } else if (low_util && !gpu_trace) {  // a CUDA trace measures what utilization only hints
     const double util = *s.util_mean;
     const bool steady = s.util_stddev && *s.util_stddev <= kSteadyStddev && !sawtooth;
     if (steady && util >= kLaunchUtilLow && util <= kLaunchUtilHigh) {
@@ -168,7 +260,34 @@ std::vector<Finding> diagnose(const Summary& s, const Evidence& e) {
       out.push_back(sync_finding(s, dw_near_zero, dw_near_zero ? 0.7 : 0.4));
     }
   }
-  if (s.util_mean && *s.util_mean >= kBusyUtil) {
+  std::vector<Finding> traced;
+  if (gpu_trace) {
+    traced = trace_findings(s, *e.trace);
+    out.insert(out.end(), traced.begin(), traced.end());
+  } else if (e.trace) {
+    out.push_back({"trace-cpu-only",
+                   "cpu-trace",
+                   e.trace->note,
+                   "profile on a machine with CUDA to judge syncs, launch overhead and FP32 math",
+                   std::to_string(e.trace->steps) + " steps profiled, " +
+                       fixed(e.trace->syncs_per_step, "%.3g") + " aten::item/sync calls per step",
+                   true,
+                   0.05,
+                   {"trace"}});
+  }
+  if (gpu_trace && traced.empty() && !dw_high) {
+    out.push_back({"trace-clean",
+                   "ok",
+                   "the trace shows no sync, launch or FP32 problem",
+                   "nothing from the profile",
+                   "GPU busy " + pct(e.trace->gpu_busy_share) + " of the step, " +
+                       fixed(e.trace->syncs_per_step, "%.3g") + " syncs per step, median kernel " +
+                       fixed(e.trace->median_kernel_us, "%.3g") + " us, FP32 GEMM/conv " +
+                       pct(e.trace->fp32_gemm_share) + " of GPU time",
+                   true,
+                   0.1,
+                   {"trace"}});
+  } else if (s.util_mean && *s.util_mean >= kBusyUtil && !gpu_trace) {
     out.push_back({"busy",
                    "ok",
                    "GPU busy",

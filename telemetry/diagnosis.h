@@ -5,6 +5,9 @@
 // guessed; "reading from storage" needs I/O evidence.
 //
 //   rule              verdict           signals: when
+//   loader-main       loader-starved    data_wait, loader: data wait > 10% and the loader runs in
+//                                       the main process (num_workers=0): the CPU is not blamed,
+//                                       torch's intra-op threads fill the cores on their own
 //   loader-starved    loader-starved    data_wait: measured > 10%, CPU not saturated, no I/O
 //                                       evidence (or none readable)
 //   cpu-bound         cpu-bound         data_wait, cpu: data wait > 10% and the cores the job
@@ -16,12 +19,23 @@
 //                                       sawtooth), data wait measured < 10%
 //   sync-bound        gpu-idle-in-step  gpu_util, data_wait: util < 60%, data wait measured < 10%
 //   busy              ok                gpu_util: util >= 80%: a note only
+//
+// With a CUDA trace (--profile), what the trace measured replaces the utilization guesses for
+// the last three rows, each priced at the job's cost (the share of step time it wastes):
+//   trace-sync        sync-bound        trace: >= 1 host-device sync per step and the GPU idle
+//                                       after syncs >= 5% of the step
+//   trace-launch      launch-bound      trace: GPU busy < 60% of the step, idle inside the step
+//                                       (not fetching, not after a sync) >= 20%, median kernel
+//                                       < 20 us
+//   trace-fp32        fp32-math         trace: FP32 GEMM/conv kernels >= 30% of GPU busy time
+// A CPU-only trace adds a note: the GPU rows cannot be judged.
 
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "telemetry/summary.h"
+#include "telemetry/trace_reader.h"
 
 namespace nodus::telemetry {
 
@@ -35,15 +49,24 @@ inline constexpr double kSteadyStddev = 15;    // percentage points
 inline constexpr double kSawtoothHigh = 0.25;  // a quarter of the steps jump idle <-> busy
 inline constexpr double kCpuSaturated = 0.85;  // of the job's cores
 inline constexpr double kCpuIdle = 0.40;
-inline constexpr double kProcessBusy = 80;   // percent of one core: a process computing flat out
-inline constexpr double kReadMibHigh = 1.0;  // MiB/s read from storage by the job's tree
-inline constexpr double kIowaitHigh = 0.10;  // of the machine's CPU time
+inline constexpr double kProcessBusy = 80;      // percent of one core: a process computing flat out
+inline constexpr double kReadMibHigh = 1.0;     // MiB/s read from storage by the job's tree
+inline constexpr double kIowaitHigh = 0.10;     // of the machine's CPU time
+inline constexpr double kSyncIdleShare = 0.05;  // of the step, GPU idle after syncs
+inline constexpr double kLaunchIdleShare = 0.20;  // of the step, GPU idle between kernels
+inline constexpr double kLaunchGpuBusy = 0.60;    // of the step
+inline constexpr double kLaunchMedianUs = 20;     // median kernel duration
+inline constexpr double kFp32Share = 0.30;        // of GPU busy time in FP32 GEMM/conv
+inline constexpr double kBf16Speedup = 3;         // the guide's "up to 3x" for autocast
 
 // What the diagnosis knows besides the summary; empty fields are unknown.
 struct Evidence {
   std::optional<double> read_mib_per_s;  // storage reads of the job's tree (steady state)
   std::optional<double> iowait_share;    // machine-wide, 0..1
   std::string data_wait_source;          // "instrumented", "job" (NODUS_METRICS or regex)
+  std::optional<int> loader_workers;     // the driving DataLoader's num_workers (the hook)
+  std::string io_source;                 // where read_mib_per_s came from: "cgroup io.stat", ...
+  std::optional<TraceFacts> trace;       // --profile's trace of a few steps
 };
 
 struct Finding {
@@ -55,6 +78,7 @@ struct Finding {
   bool note = false;     // informational: nothing is wrong
   double score = 0;      // 0..1, how strongly the evidence points here; findings sort by it
   std::vector<std::string> signals;  // the signals that fired it: data_wait, gpu_util, cpu, io
+  std::optional<double> usd;         // what it costs (idle or excess dollars), where priced
 };
 
 // Findings, most likely first; empty when nothing applies (or nothing is known).

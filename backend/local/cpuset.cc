@@ -237,7 +237,7 @@ std::optional<int> workers_over_cpus(const nlohmann::json& loaders, const std::s
   if (cpus <= 0 || !loaders.is_array()) return std::nullopt;
   for (const auto& l : loaders) {
     if (!l.is_object() || (!driver.empty() && l.value("name", std::string()) != driver)) continue;
-    const auto w = l.find("num_workers");
+    const auto w = l.find("workers");
     if (w == l.end() || !w->is_number_integer()) continue;
     if (w->get<int>() > cpus) return w->get<int>();
   }

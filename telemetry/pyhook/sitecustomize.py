@@ -4,7 +4,13 @@
 #   2. once torch.utils.data.dataloader is imported, wraps _BaseDataLoaderIter.__next__ to time
 #      how long the loop is blocked waiting for each batch (data wait), the time between batches
 #      (step) and the samples in each batch (leading dimension of the first tensor in it);
-#   3. writes, about every second, one JSON line per interval to
+#   3. with NODUS_PROFILE set (nodus run/sweep --profile), runs torch.profiler over a few
+#      DataLoader batches (schedule wait/warmup/active from NODUS_PROFILE, "5,2,5" by default;
+#      one profiler step per batch, started before the batch is fetched so that each step holds
+#      its own data wait), CPU and, where CUDA is available, CUDA activity, with Python stacks;
+#      the Chrome trace goes to $NODUS_HOOK_DIR/trace-<rank>.json and what was profiled to
+#      profile-<rank>.json;
+#   4. writes, about every second, one JSON line per interval to
 #      $NODUS_HOOK_DIR/auto-<rank>.jsonl (samples_per_sec, data_wait, step_time, batch_size of
 #      the most-iterated loader) and a state file loaders-<rank>.json (every loader, the time of
 #      the first batch and the end of the warm-up).
@@ -62,6 +68,17 @@ class _NodusHook(object):
         self.next_emit = None
         self.lines = None
         self.iter_key = {}  # id(iterator) -> loader key, for iterators seen this interval
+        self.profile = None  # (wait, warmup, active) with NODUS_PROFILE
+        spec = os.environ.get("NODUS_PROFILE", "")
+        if spec:
+            parts = [int(x) for x in spec.split(",")]
+            if len(parts) != 3 or min(parts) < 0 or parts[2] < 1:
+                raise ValueError("NODUS_PROFILE must be wait,warmup,active: %r" % spec)
+            self.profile = tuple(parts)
+        self.prof = None
+        self.prof_steps = 0
+        self.prof_done = False
+        self.stopping = False
 
     def find_rank(self):
         # torchrun and accelerate set RANK / WORLD_SIZE; a job that spawns its own processes
@@ -93,10 +110,13 @@ class _NodusHook(object):
             if frame is not None:
                 site = "%s:%d" % (self.os.path.basename(frame.f_code.co_filename), frame.f_lineno)
             name = "%s@%s" % (type(dataset).__name__, site)
+            # num_workers == 0: batches are loaded in the main process (the first fix then is
+            # workers, whatever the CPU shows: torch's own threads can fill the cores).
+            workers = getattr(it, "_num_workers", None)
             entry = {"name": name, "batches": 0, "samples": 0, "wait": 0.0, "step": 0.0,
+                     "workers": workers if isinstance(workers, int) else None,
                      "steps": 0, "iw": 0.0, "istep": 0.0, "isteps": 0, "isamples": 0,
-                     "ibatches": 0, "last_bs": 0, "dataset": dataset,
-                     "num_workers": getattr(it, "_num_workers", None)}
+                     "ibatches": 0, "last_bs": 0, "dataset": dataset}
             self.loaders[key] = entry
             self.order.append(key)
         return entry
@@ -128,6 +148,83 @@ class _NodusHook(object):
                 best = e
         return best
 
+    def before(self):
+        # One profiler step per batch, begun before the batch is fetched.
+        if self.os.getpid() != self.pid or self.prof_done:
+            return
+        if self.prof is None:
+            self.start_profiler()
+        else:
+            self.prof.step()
+        self.prof_steps += 1
+
+    def start_profiler(self):
+        import torch
+        import torch.profiler as tp
+        wait, warmup, active = self.profile
+        cuda = bool(torch.cuda.is_available())
+        activities = [tp.ProfilerActivity.CPU]
+        if cuda:
+            activities.append(tp.ProfilerActivity.CUDA)
+        self.prof_meta = {"schedule": {"wait": wait, "warmup": warmup, "active": active},
+                          "cuda": cuda, "torch": torch.__version__,
+                          "device": torch.cuda.get_device_name(0) if cuda else "cpu"}
+        self.prof = tp.profile(activities=activities,
+                               schedule=tp.schedule(wait=wait, warmup=warmup, active=active,
+                                                    repeat=1),
+                               on_trace_ready=self.trace_ready, with_stack=True)
+        self.prof.start()
+
+    def trace_ready(self, prof):
+        import json
+        self.find_rank()
+        path = self.os.path.join(self.out_dir, "trace-%d.json" % self.rank)
+        t0 = self.clock()
+        prof.export_chrome_trace(path)
+        meta = dict(self.prof_meta)
+        meta.update({"trace": path, "batches": self.prof_steps,
+                     "export_s": round(self.clock() - t0, 3), "complete": not self.stopping})
+        tmp = self.os.path.join(self.out_dir, "profile-%d.json.tmp" % self.rank)
+        with open(tmp, "w") as f:
+            f.write(json.dumps(meta))
+        self.os.replace(tmp, tmp[:-4])
+        self.prof_done = True
+
+    def profile_failed(self, error):
+        # The profiler's failure ends profiling only: the loader figures carry on.
+        self.profile = None
+        self.prof = None
+        self.prof_done = True
+        try:
+            import json
+            _nodus_sys.stderr.write("nodus: profiler off after an error: %r\n" % (error,))
+            with open(self.os.path.join(self.out_dir, "profile-%d.json" % self.rank), "w") as f:
+                f.write(json.dumps({"complete": False, "why": "profiler failed: %r" % (error,)}))
+        except Exception:
+            pass
+
+    def stop_profiler(self, stopping):
+        # After the schedule's last step (the trace is written by then) or at exit (stop()
+        # writes what the active steps recorded so far; nothing when they had not begun).
+        if self.prof is None:
+            return
+        self.stopping = stopping
+        prof, self.prof = self.prof, None
+        written = self.prof_done
+        try:
+            prof.stop()
+        finally:
+            self.prof_done = True
+        if not written and not self.os.path.exists(
+                self.os.path.join(self.out_dir, "trace-%d.json" % self.rank)):
+            import json
+            meta = dict(self.prof_meta)
+            meta.update({"batches": self.prof_steps, "complete": False,
+                         "why": "the loop ended after %d batches, before the profiled ones"
+                                % self.prof_steps})
+            with open(self.os.path.join(self.out_dir, "profile-%d.json" % self.rank), "w") as f:
+                f.write(json.dumps(meta))
+
     def record(self, it, t0, t1, batch, frame):
         if self.os.getpid() != self.pid:  # a forked child (a loader worker): not the loop
             return
@@ -157,6 +254,8 @@ class _NodusHook(object):
         except Exception:
             pass
         self.last_batch = t1
+        if self.prof is not None and self.prof_steps > sum(self.profile):
+            self.stop_profiler(False)  # the schedule is over: its trace was written
         if self.first_batch is None:
             self.find_rank()
             self.first_batch = t1
@@ -209,7 +308,7 @@ class _NodusHook(object):
             e = self.loaders[key]
             loaders.append({"name": e["name"], "batches": e["batches"], "samples": e["samples"],
                             "wait_s": round(e["wait"], 6), "step_s": round(e["step"], 6),
-                            "steps": e["steps"], "num_workers": e["num_workers"]})
+                            "steps": e["steps"], "workers": e["workers"]})
         d = self.driver()
         state = {"rank": self.rank, "world_size": self.world, "pid": self.pid,
                  "loaders": loaders, "driver": d["name"] if d else None,
@@ -228,6 +327,11 @@ class _NodusHook(object):
         if not self.on or self.os.getpid() != self.pid or self.first_batch is None:
             return
         try:
+            # A loop that ended inside the schedule: what was recorded is written, marked.
+            self.stop_profiler(True)
+        except Exception as error:
+            self.fail(error)
+        try:
             # The last interval ends with the last batch: time after the loop is not the loop's.
             self.emit(max(self.last_batch, self.interval_start))
             if self.lines is not None:
@@ -245,6 +349,11 @@ def _nodus_patch(module, hook):
     def __next__(self):
         if not hook.on:
             return original(self)
+        if hook.profile is not None:
+            try:
+                hook.before()
+            except Exception as error:
+                hook.profile_failed(error)
         t0 = clock()
         batch = original(self)  # StopIteration and the loader's errors pass through as they are
         t1 = clock()

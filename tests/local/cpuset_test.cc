@@ -128,12 +128,12 @@ TEST(CpuEnvironment, TellsTheJobItsCpusAndKeepsWhatTheUserSet) {
 
 TEST(WorkersOverCpus, TheBusiestLoadersWorkersAgainstTheJobsCpus) {
   auto loaders = nlohmann::json::parse(R"([
-    {"name": "Val@train.py:40", "batches": 3, "num_workers": 16},
-    {"name": "Train@train.py:30", "batches": 900, "num_workers": 8}])");
+    {"name": "Val@train.py:40", "batches": 3, "workers": 16},
+    {"name": "Train@train.py:30", "batches": 900, "workers": 8}])");
   EXPECT_EQ(workers_over_cpus(loaders, "Train@train.py:30", 4), 8);
   EXPECT_FALSE(workers_over_cpus(loaders, "Train@train.py:30", 8));  // as many as CPUs: fine
   EXPECT_FALSE(workers_over_cpus(loaders, "Train@train.py:30", 0));  // no CPU set
-  EXPECT_FALSE(workers_over_cpus(nlohmann::json::parse(R"([{"name": "a", "num_workers": null}])"),
+  EXPECT_FALSE(workers_over_cpus(nlohmann::json::parse(R"([{"name": "a", "workers": null}])"),
                                  "a", 2));  // a hook from before num_workers was reported
   EXPECT_FALSE(workers_over_cpus(nlohmann::json(), "", 2));
 }

@@ -205,7 +205,9 @@ TEST(PythonJobs, EachFixtureGetsTheFiguresItIsBuiltToShow) {
   auto te = stats_of(home, "1");
   ASSERT_EQ(te["loaders"].size(), 2u) << te.dump();
   EXPECT_EQ(te["loader_driver"].get<std::string>().rfind("Slow@train_eval.py", 0), 0u);
-  EXPECT_EQ(top_rule(te), "loader-starved") << te.dump();
+  // Its loaders run in the main process (num_workers=0): workers are the first fix.
+  EXPECT_EQ(top_rule(te), "loader-main") << te.dump();
+  EXPECT_EQ(te["verdict"], "loader-starved");
 
   // IterableDataset, batches of 10.
   ASSERT_EQ(home.run({"run", "--warmup", "20", "--", kPython, kData + "iterable.py"}).code, 0);
@@ -236,6 +238,84 @@ TEST(PythonJobs, ASleepUnderAStandInGpuIsNotToldToRaiseNumWorkers) {
   EXPECT_EQ(r.err.find("num_workers"), std::string::npos) << r.err;
   EXPECT_EQ(s.dump().find("num_workers"), std::string::npos) << s.dump();
   EXPECT_EQ(s["instrumentation"]["on"], false);
+}
+
+TEST(PythonJobs, TheLoaderInTheMainProcessIsToldToUseWorkersNotBlamedOnTheCpu) {
+  REQUIRE_TORCH();
+  NodusHome home;
+  // flaws.py --flaw loader-main: num_workers=0 and a per-sample transform in the main process;
+  // torch's own threads keep the cores busy too.
+  auto r = home.run({"run", "--warmup", "3", "--measure", "4s", "--timeout", "120s", "--", kPython,
+                     kData + "flaws.py", "--flaw", "loader-main", "--seconds", "60"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  auto s = stats_of(home, "1");
+  EXPECT_EQ(s["loaders"][0]["workers"], 0) << s.dump();
+  EXPECT_EQ(top_rule(s), "loader-main") << s.dump();
+  EXPECT_EQ(s["findings"][0]["fix"].get<std::string>().find("will not help"), std::string::npos);
+}
+
+TEST(PythonJobs, ProfileOnCpuCountsItemCallsAndSaysTheGpuRowsCannotBeJudged) {
+  REQUIRE_TORCH();
+  NodusHome home;
+  auto r = home.run({"run", "--profile", "--warmup", "15", "--measure", "2s", "--timeout", "120s",
+                     "--", kPython, kData + "flaws.py", "--flaw", "item", "--seconds", "60"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  auto s = stats_of(home, "1");
+  ASSERT_TRUE(s.contains("profile")) << s.dump();
+  const auto& p = s["profile"];
+  EXPECT_EQ(p["cuda"], false);
+  EXPECT_EQ(p["steps"], 5);
+  // Three .item() per step (loss, accuracy, gradient norm); the loss.item() of the step before
+  // can fall on either side of a step's edge, so a little slack.
+  EXPECT_NEAR(p["syncs_per_step"].get<double>(), 3, 0.5) << p.dump();
+  EXPECT_EQ(p["sync_sites"][0]["what"], "aten::item");
+  EXPECT_TRUE(p.contains("timeline"));
+  bool said = false;
+  for (const auto& f : s["findings"]) {
+    said = said || f["rule"] == "trace-cpu-only";
+    EXPECT_FALSE(f["rule"].get<std::string>().rfind("trace-", 0) == 0 && !f["note"].get<bool>());
+  }
+  EXPECT_TRUE(said) << s.dump();
+  auto show = home.run({"show", "1"});
+  EXPECT_NE(show.out.find("CPU only: the GPU rows cannot be judged"), std::string::npos)
+      << show.out;
+  // The report draws the step: a CPU row, no GPU row on a CPU-only trace.
+  auto rep = home.run({"report", "1", "-o", home.file("r.html")});
+  ASSERT_EQ(rep.code, 0) << rep.err;
+  std::string html = read_file(home.file("r.html"));
+  EXPECT_NE(html.find("class=\"chart step-timeline\""), std::string::npos);
+  EXPECT_NE(html.find("class=\"cpu\""), std::string::npos);
+  EXPECT_EQ(html.find("class=\"gpu\""), std::string::npos);
+}
+
+TEST(PythonJobs, ProfileWithoutTheHookIsRefused) {
+  NodusHome home;
+  auto r = home.run({"run", "--profile", "--no-instrument", "--", "true"});
+  EXPECT_EQ(r.code, 125);
+  EXPECT_NE(r.err.find("--profile"), std::string::npos) << r.err;
+  auto ps = nlohmann::json::parse(home.run({"ps", "-a", "--format", "json"}).out);
+  EXPECT_TRUE(ps.empty()) << "nothing ran: " << ps.dump();
+}
+
+TEST(PythonJobs, AProfilerThatFailsEndsProfilingOnlyAndIsSaid) {
+  REQUIRE_TORCH();
+  NodusHome home;
+  std::string script = home.file("broken_profiler.py");
+  write_file(script,
+             "import torch, torch.profiler as tp\n"
+             "from torch.utils.data import DataLoader, TensorDataset\n"
+             "def boom(*a, **k): raise RuntimeError('no profiler here')\n"
+             "tp.profile.start = boom\n"
+             "ds = TensorDataset(torch.randn(640, 8))\n"
+             "n = sum(1 for _ in DataLoader(ds, batch_size=16))\n"
+             "print('batches', n)\n");
+  auto r = home.run({"run", "--profile", "--warmup", "2", "--", kPython, script});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("batches 40"), std::string::npos) << r.out;  // the job is untouched
+  auto s = stats_of(home, "1");
+  EXPECT_EQ(s["loaders"][0]["batches"], 40) << s.dump();  // the loader figures carry on
+  EXPECT_NE(s["profile"]["note"].get<std::string>().find("profiler failed"), std::string::npos)
+      << s.dump();
 }
 
 }  // namespace

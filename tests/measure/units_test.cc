@@ -2,8 +2,13 @@
 // Python hook, the hook's figures across ranks, phases, and the /proc parsers of the I/O
 // evidence.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdio>
 
 #include "engine/measure.h"
+#include "telemetry/diagnosis.h"
 #include "telemetry/io_evidence.h"
 #include "telemetry/phases.h"
 #include "telemetry/pyhook.h"
@@ -159,6 +164,72 @@ TEST(IoEvidence, ParsesProcFiles) {
   EXPECT_EQ(cpu->first, 10u);
   EXPECT_EQ(cpu->second, 100u);
   EXPECT_FALSE(telemetry::parse_cpu_iowait("intr 1 2 3"));
+}
+
+TEST(IoEvidence, ParsesCgroupIoStat) {
+  EXPECT_EQ(
+      telemetry::parse_io_stat_rbytes("8:0 rbytes=4096 wbytes=10 rios=1 wios=1 dbytes=0 dios=0\n"
+                                      "259:0 rbytes=1000 wbytes=0 rios=2 wios=0 dbytes=0 dios=0\n"),
+      5096u);
+  EXPECT_EQ(telemetry::parse_io_stat_rbytes("8:0 wbytes=10 wios=1\n"), std::nullopt);
+  EXPECT_EQ(telemetry::parse_io_stat_rbytes("8:0 xrbytes=5 rbytes=7\n"), 7u);
+}
+
+TEST(IoEvidence, ACgroupsIoStatIsPreferredAndCountsFromTheRebase) {
+  char tmpl[] = "/tmp/nodus-iostat-XXXXXX";
+  ASSERT_NE(mkdtemp(tmpl), nullptr);
+  std::string dir = tmpl;
+  auto put = [&](const std::string& text) {
+    FILE* f = std::fopen((dir + "/io.stat").c_str(), "w");
+    std::fputs(text.c_str(), f);
+    std::fclose(f);
+  };
+  telemetry::IoTracker io(getpid());
+  io.watch_cgroup(dir);
+  put("8:0 rbytes=1048576 wbytes=0\n");  // start-up reads (Python importing torch)
+  io.sample();
+  put("8:0 rbytes=3145728 wbytes=0\n");
+  io.sample();
+  io.rebase();
+  put("8:0 rbytes=13631488 wbytes=0\n");  // 10 MiB in the steady state
+  io.sample();
+  auto e = io.evidence();
+  ASSERT_TRUE(e.cgroup_read_bytes);
+  EXPECT_EQ(*e.cgroup_read_bytes, 10u << 20);
+  EXPECT_EQ(e.source(), "cgroup io.stat");
+  EXPECT_TRUE(e.cgroup_note.empty());
+  std::remove((dir + "/io.stat").c_str());
+  ::rmdir(dir.c_str());
+
+  telemetry::IoTracker none(getpid());
+  none.watch_cgroup("/nonexistent-nodus-cgroup");
+  none.sample();
+  auto n = none.evidence();
+  EXPECT_FALSE(n.cgroup_read_bytes);
+  EXPECT_EQ(n.source(), "/proc/PID/io");
+  EXPECT_NE(n.cgroup_note.find("io.stat"), std::string::npos);
+}
+
+TEST(Diagnosis, TheLoaderInTheMainProcessComesFirstEvenWithTheCoresBusy) {
+  // The H200's workers=0 cell: torch's intra-op threads filled the cores, data wait 88%.
+  telemetry::Summary s;
+  s.data_wait_share = 0.88;
+  s.util_mean = 12;
+  s.cpu_saturation = 0.95;
+  s.cores = 16;
+  telemetry::Evidence e;
+  e.loader_workers = 0;
+  auto f = telemetry::diagnose(s, e);
+  ASSERT_FALSE(f.empty());
+  EXPECT_EQ(f[0].rule, "loader-main");
+  EXPECT_NE(f[0].fix.find("num_workers > 0"), std::string::npos);
+  EXPECT_EQ(f[0].fix.find("will not help"), std::string::npos);
+  // With workers running, the same cores are the loader's: cpu-bound.
+  e.loader_workers = 8;
+  EXPECT_EQ(telemetry::diagnose(s, e)[0].rule, "cpu-bound");
+  // Unknown workers (a job's own metrics, no hook): as before.
+  e.loader_workers.reset();
+  EXPECT_EQ(telemetry::diagnose(s, e)[0].rule, "cpu-bound");
 }
 
 TEST(IoEvidence, TracksItsOwnReadsFromProc) {

@@ -214,5 +214,32 @@ TEST(HtmlReport, LongRunsThinTheLineButShadeEveryIdleStretch) {
   EXPECT_NE(doc.text.find("time since start (h)"), std::string::npos);
 }
 
+TEST(HtmlReport, AProfiledCellGetsAStepTimelineWithGapsAndSyncsMarked) {
+  ReportData data = testing::demo_sweep();
+  StepTimeline t;
+  t.step_ms = 10;
+  t.cpu = {{0, 2}, {3, 9}};
+  t.gpu = {{1, 4}, {6, 8}};  // idle 0-1 (fetching), 4-6 (after the sync), 8-10
+  t.fetch = {{0, 1}};
+  t.syncs = {{4, "aten::item <script>"}};
+  t.caption = "step 10 ms";
+  data.cells[1].timeline = t;
+  const std::string html = render_html(data);
+  const Document doc = parse_html(html);
+  std::vector<int> timelines;
+  for (int i : doc.find("svg", "step-timeline")) timelines.push_back(i);
+  ASSERT_EQ(timelines.size(), 1u);
+  EXPECT_EQ(doc.elements[timelines[0]].attr("data-cell"), "1");
+  EXPECT_EQ(doc.find_in(timelines[0], "rect", "cpu").size(), 2u);
+  EXPECT_EQ(doc.find_in(timelines[0], "rect", "gpu").size(), 2u);
+  EXPECT_EQ(doc.find_in(timelines[0], "rect", "fetch").size(), 1u);
+  EXPECT_EQ(doc.find_in(timelines[0], "rect", "gap").size(), 3u);  // fetch, after sync, tail
+  EXPECT_EQ(doc.find_in(timelines[0], "line", "sync").size(), 1u);
+  EXPECT_EQ(html.find("<script>"), std::string::npos);  // the sync's name is text
+  // Cells without a profile draw none; a report without any has no section.
+  EXPECT_EQ(render_html(testing::demo_sweep()).find("class=\"chart step-timeline\""),
+            std::string::npos);
+}
+
 }  // namespace
 }  // namespace nodus::report

@@ -1,0 +1,641 @@
+#include "telemetry/trace_reader.h"
+
+#include <algorithm>
+#include <cctype>
+#include <fstream>
+#include <map>
+#include <unordered_map>
+
+namespace nodus::telemetry {
+namespace {
+
+enum Kind : uint8_t { kStep, kCpuOp, kPy, kKernel, kMemcpy, kMemset, kSyncCall };
+
+// One kept event: 40 bytes whatever the trace's text for it was.
+struct Rec {
+  double ts = 0, dur = 0;
+  int64_t ext = 0;  // "External id": links a kernel to the op that launched it
+  uint32_t name = 0, tid = 0;
+  Kind kind = kCpuOp;
+};
+
+bool starts_with(std::string_view s, std::string_view p) { return s.substr(0, p.size()) == p; }
+bool has(std::string_view s, std::string_view p) { return s.find(p) != std::string_view::npos; }
+
+std::string lower(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+bool is_sync_call(std::string_view n) {
+  return n == "cudaStreamSynchronize" || n == "cudaDeviceSynchronize" ||
+         n == "cudaEventSynchronize" || n == "cudaMemcpy" || n == "cuStreamSynchronize" ||
+         n == "cuCtxSynchronize";
+}
+
+bool is_sync_op(std::string_view n) {
+  return n == "aten::item" || n == "aten::_local_scalar_dense";
+}
+
+// "/home/u/train.py(42): main" -> "train.py, in main()" for the job's own frames; "" for the
+// interpreter's, torch's and installed packages' frames. The line is left out: for a frame
+// already running when the profiler started (the training loop's own function) torch records
+// the line it was at then, not the line of the call inside it.
+std::string user_site(std::string_view n) {
+  auto paren = n.find(".py(");
+  if (paren == std::string_view::npos) return "";
+  std::string_view path = n.substr(0, paren + 3);
+  for (std::string_view skip : {"site-packages", "dist-packages", "/torch/", "<frozen",
+                                "/lib/python3", "<built-in", "sitecustomize.py"})
+    if (has(path, skip)) return "";
+  auto colon = n.find("): ", paren);
+  if (colon == std::string_view::npos) return "";
+  auto slash = path.rfind('/');
+  std::string_view base = slash == std::string_view::npos ? path : path.substr(slash + 1);
+  return std::string(base) + ", in " + std::string(n.substr(colon + 3)) + "()";
+}
+
+// Streams the events, keeping what the measures need.
+class Collector : public nlohmann::json_sax<nlohmann::json> {
+ public:
+  explicit Collector(size_t max_events) : max_(max_events) { names_.push_back(""); }
+
+  bool null() override { return true; }
+  bool boolean(bool) override { return true; }
+  bool number_integer(number_integer_t v) override { return num(static_cast<double>(v)); }
+  bool number_unsigned(number_unsigned_t v) override { return num(static_cast<double>(v)); }
+  bool number_float(number_float_t v, const string_t&) override { return num(v); }
+  bool binary(binary_t&) override { return true; }
+  bool string(string_t& v) override {
+    if (at_event_field()) {
+      if (key_ == "name")
+        ev_name_ = std::move(v);
+      else if (key_ == "cat")
+        ev_cat_ = v;
+      else if (key_ == "ph")
+        ev_ph_ = v;
+      else if (key_ == "tid")
+        ev_tid_ = v;
+      else if (key_ == "ts")
+        ev_ts_ = std::strtod(v.c_str(), nullptr);
+      else if (key_ == "dur")
+        ev_dur_ = std::strtod(v.c_str(), nullptr);
+    }
+    return true;
+  }
+  bool start_object(std::size_t) override {
+    stack_.push_back('{');
+    if (events_level_ && stack_.size() == events_level_ + 1) begin_event();
+    return true;
+  }
+  bool end_object() override {
+    if (in_event_ && stack_.size() == events_level_ + 1) end_event();
+    stack_.pop_back();
+    return true;
+  }
+  bool start_array(std::size_t) override {
+    // The events: a bare top-level array (legacy) or the top-level object's "traceEvents".
+    if (!events_level_ && (stack_.empty() || (stack_.size() == 1 && key_ == "traceEvents")))
+      events_level_ = stack_.size() + 1;
+    stack_.push_back('[');
+    return true;
+  }
+  bool end_array() override {
+    stack_.pop_back();
+    return true;
+  }
+  bool key(string_t& k) override {
+    key_ = std::move(k);
+    return true;
+  }
+  bool parse_error(std::size_t position, const std::string&,
+                   const nlohmann::detail::exception& e) override {
+    error_ = "not a Chrome trace at byte " + std::to_string(position) + ": " + e.what();
+    return false;
+  }
+
+  std::string error_;
+  std::vector<Rec> recs_;
+  std::vector<std::string> names_;
+  uint64_t events_ = 0;
+  bool truncated_ = false;
+
+ private:
+  bool at_event_field() const { return in_event_ && stack_.size() == events_level_ + 1; }
+  bool at_args_field() const { return in_event_ && in_args_ && stack_.size() == events_level_ + 2; }
+
+  bool num(double v) {
+    if (at_event_field()) {
+      if (key_ == "ts")
+        ev_ts_ = v;
+      else if (key_ == "dur")
+        ev_dur_ = v;
+      else if (key_ == "tid")
+        ev_tid_ = std::to_string(static_cast<int64_t>(v));
+    } else if (at_args_field() && key_ == "External id") {
+      ev_ext_ = static_cast<int64_t>(v);
+    }
+    return true;
+  }
+
+  void begin_event() {
+    in_event_ = true;
+    ev_name_.clear(), ev_cat_.clear(), ev_ph_.clear(), ev_tid_.clear();
+    ev_ts_ = ev_dur_ = 0;
+    ev_ext_ = 0;
+    in_args_ = false;
+  }
+
+  uint32_t intern(const std::string& s, std::unordered_map<std::string, uint32_t>& ids,
+                  std::vector<std::string>& out) {
+    auto it = ids.find(s);
+    if (it != ids.end()) return it->second;
+    uint32_t id = static_cast<uint32_t>(out.size());
+    out.push_back(s);
+    ids.emplace(s, id);
+    return id;
+  }
+
+  void end_event() {
+    in_event_ = false;
+    if (ev_ph_ != "X") return;
+    ++events_;
+    std::string cat = lower(ev_cat_);
+    Kind kind;
+    std::string name = ev_name_;
+    if (cat.empty() || cat == "cpu_op" || cat == "user_annotation" || cat == "operator") {
+      kind = starts_with(name, "ProfilerStep#") ? kStep : kCpuOp;
+    } else if (cat == "python_function") {
+      std::string site = user_site(name);
+      if (site.empty()) return;
+      kind = kPy;
+      name = site;
+    } else if (cat == "kernel") {
+      kind = kKernel;
+    } else if (cat == "gpu_memcpy" || cat == "memcpy") {
+      kind = kMemcpy;
+    } else if (cat == "gpu_memset" || cat == "memset") {
+      kind = kMemset;
+    } else if (cat == "cuda_runtime" || cat == "runtime" || cat == "cuda_driver") {
+      if (!is_sync_call(name)) return;
+      kind = kSyncCall;
+    } else {
+      return;
+    }
+    if (recs_.size() >= max_) {
+      truncated_ = true;
+      return;
+    }
+    Rec r;
+    r.ts = ev_ts_;
+    r.dur = ev_dur_;
+    r.ext = ev_ext_;
+    r.kind = kind;
+    r.name = intern(name, name_ids_, names_);
+    r.tid = intern(ev_tid_, tid_ids_, tids_);
+    recs_.push_back(r);
+  }
+
+ public:
+  // For ArgsAwareCollector, which tells the event's "args" object apart from its fields.
+  void set_args(bool on) { in_args_ = on; }
+  size_t depth() const { return stack_.size(); }
+  size_t events_level() const { return events_level_; }
+  bool in_event() const { return in_event_; }
+  const std::string& last_key() const { return key_; }
+
+ private:
+  size_t max_;
+  std::vector<char> stack_;
+  size_t events_level_ = 0;  // depth of the events array (1 or 2); 0 until found
+  std::string key_;
+  bool in_event_ = false, in_args_ = false;
+  std::string ev_name_, ev_cat_, ev_ph_, ev_tid_;
+  double ev_ts_ = 0, ev_dur_ = 0;
+  int64_t ev_ext_ = 0;
+  std::unordered_map<std::string, uint32_t> name_ids_, tid_ids_;
+  std::vector<std::string> tids_;
+};
+
+// Tracks whether the nested object being opened is the event's "args".
+class ArgsAwareCollector : public Collector {
+ public:
+  using Collector::Collector;
+  bool start_object(std::size_t n) override {
+    bool args = in_event() && depth() == events_level() + 1 && last_key() == "args";
+    bool ok = Collector::start_object(n);
+    if (args) set_args(true);
+    return ok;
+  }
+  bool end_object() override {
+    if (in_event() && depth() == events_level() + 2) set_args(false);
+    return Collector::end_object();
+  }
+};
+
+using Interval = std::pair<double, double>;
+
+std::vector<Interval> merge(std::vector<Interval> v) {
+  std::sort(v.begin(), v.end());
+  std::vector<Interval> out;
+  for (const auto& i : v) {
+    if (!out.empty() && i.first <= out.back().second)
+      out.back().second = std::max(out.back().second, i.second);
+    else
+      out.push_back(i);
+  }
+  return out;
+}
+
+// Merges intervals closer than `gap` and drops the rest beyond `max_n` by coarsening: the
+// report draws at most a few hundred boxes a row.
+std::vector<Interval> coarsen(std::vector<Interval> v, double gap, size_t max_n) {
+  v = merge(std::move(v));
+  for (int round = 0; round < 12 && !v.empty(); ++round) {
+    std::vector<Interval> out;
+    for (const auto& i : v) {
+      if (!out.empty() && i.first - out.back().second < gap)
+        out.back().second = std::max(out.back().second, i.second);
+      else
+        out.push_back(i);
+    }
+    v = std::move(out);
+    if (v.size() <= max_n) break;
+    gap *= 2;
+  }
+  return v;
+}
+
+double overlap(const Interval& a, double lo, double hi) {
+  return std::max(0.0, std::min(a.second, hi) - std::max(a.first, lo));
+}
+
+}  // namespace
+
+std::string gemm_precision(std::string_view kernel_name) {
+  std::string n = lower(kernel_name);
+  bool conv = false;
+  for (size_t at = n.find("conv"); at != std::string::npos; at = n.find("conv", at + 1))
+    if (n.compare(at, 7, "convert") != 0) conv = true;
+  bool gemm = has(n, "gemm") || has(n, "matmul") || has(n, "cutlass") || has(n, "xmma") ||
+              starts_with(n, "nvjet") || has(n, "wgmma") || has(n, "cublas");
+  if (!(gemm || conv || has(n, "cudnn") || has(n, "fprop") || has(n, "dgrad") || has(n, "wgrad")))
+    return "";
+  if (starts_with(n, "nvjet_")) {
+    // cuBLASLt's Hopper kernels: nvjet_[smNN_]<A><compute><D>_...: h fp16, t bf16 (a bf16
+    // autocast run on the H200 gave nvjet_sm90_tst_...), s fp32, e fp8.
+    std::string_view rest = std::string_view(n).substr(6);
+    if (starts_with(rest, "sm") && rest.find('_') != std::string_view::npos)
+      rest = rest.substr(rest.find('_') + 1);
+    if (!rest.empty()) {
+      switch (rest[0]) {
+        case 'h':
+          return "fp16";
+        case 't':
+          return "bf16";
+        case 's':
+          return "fp32";
+        case 'e':
+          return "fp8";
+      }
+    }
+  }
+  if (has(n, "bf16") || has(n, "bfloat16")) return "bf16";
+  if (has(n, "e4m3") || has(n, "e5m2") || has(n, "fp8")) return "fp8";
+  if (has(n, "tf32")) return "tf32";
+  if (has(n, "f16") || has(n, "fp16") || has(n, "half") || has(n, "hgemm") || has(n, "h884") ||
+      has(n, "h1688") || has(n, "h16816"))
+    return "fp16";
+  if (has(n, "s1688") || has(n, "s16816")) return "tf32";  // Ampere's TF32 tensor-core tiles
+  if (has(n, "sgemm") || has(n, "f32f32_f32") || has(n, "fp32") || has(n, "float") ||
+      has(n, "simt") || has(n, "scudnn"))
+    return "fp32";
+  return "unknown";
+}
+
+Result<TraceFacts> read_trace(std::istream& in, size_t max_events) {
+  ArgsAwareCollector c(max_events);
+  bool ok = nlohmann::json::sax_parse(in, &c, nlohmann::json::input_format_t::json, true, true);
+  if (!ok) return Error::permanent(c.error_.empty() ? "not a Chrome trace" : c.error_);
+  TraceFacts f;
+  f.events = c.events_;
+  f.kept = c.recs_.size();
+  f.truncated = c.truncated_;
+  const auto& names = c.names_;
+  auto& recs = c.recs_;
+  std::sort(recs.begin(), recs.end(), [](const Rec& a, const Rec& b) {
+    return a.ts != b.ts ? a.ts < b.ts : a.dur > b.dur;  // outer before inner at equal starts
+  });
+
+  std::vector<Rec> steps;
+  std::map<uint32_t, int> step_tids;
+  std::vector<Interval> gpu;
+  std::vector<double> kernel_durs;
+  std::unordered_map<int64_t, uint32_t> op_of_ext;
+  std::map<uint32_t, double> kernel_time;  // by kernel name
+  for (const auto& r : recs) {
+    if (r.kind == kStep) steps.push_back(r), ++step_tids[r.tid];
+    if (r.kind == kKernel || r.kind == kMemcpy || r.kind == kMemset) {
+      gpu.push_back({r.ts, r.ts + r.dur});
+      f.cuda = true;
+    }
+    if (r.kind == kKernel) kernel_time[r.name] += r.dur;
+    if (r.kind == kCpuOp && r.ext != 0) op_of_ext.emplace(r.ext, r.name);
+  }
+  if (steps.empty()) return Error::permanent("the trace has no ProfilerStep windows");
+  uint32_t main_tid = std::max_element(step_tids.begin(), step_tids.end(), [](auto& a, auto& b) {
+                        return a.second < b.second;
+                      })->first;
+  auto busy = merge(gpu);
+  f.steps = static_cast<int>(steps.size());
+
+  // The loop thread's ops, syncs and own frames, for the per-step passes.
+  std::vector<const Rec*> ops, frames, syncs;
+  for (const auto& r : recs) {
+    if (r.tid != main_tid) continue;
+    if (r.kind == kCpuOp) ops.push_back(&r);
+    if (r.kind == kPy) frames.push_back(&r);
+    if (r.kind == kSyncCall || (r.kind == kCpuOp && is_sync_op(names[r.name]))) syncs.push_back(&r);
+  }
+  // 1 us of slack: the legacy profiler rounds start and duration to whole microseconds, so a
+  // child can seem to end just after its parent.
+  auto contains = [](const Rec* outer, const Rec* inner) {
+    return outer != inner && outer->ts <= inner->ts &&
+           outer->ts + outer->dur + 1.0 >= inner->ts + inner->dur;
+  };
+
+  double total_step = 0, total_busy = 0, total_fetch_idle = 0, total_sync_idle = 0,
+         total_inside_idle = 0, total_fetch = 0;
+  int total_kernels = 0, total_syncs = 0, total_ops = 0;
+  std::map<std::pair<std::string, std::string>, SyncSite> sites;
+  std::vector<double> step_lengths;
+  for (const auto& s : steps) {
+    const double a = s.ts, b = s.ts + s.dur;
+    total_step += s.dur;
+    step_lengths.push_back(s.dur);
+    std::vector<Interval> fetch;
+    std::vector<const Rec*> step_syncs;
+    for (const Rec* o : ops) {
+      if (o->ts < a || o->ts >= b) continue;
+      ++total_ops;
+      if (starts_with(names[o->name], "enumerate(DataLoader)"))
+        fetch.push_back({o->ts, std::min(b, o->ts + o->dur)});
+    }
+    fetch = merge(fetch);
+    for (const auto& i : fetch) total_fetch += i.second - i.first;
+    for (const Rec* y : syncs)
+      if (y->ts >= a && y->ts < b) step_syncs.push_back(y);
+    // Only the outermost of nested syncs counts (aten::item holds _local_scalar_dense, which
+    // holds cudaStreamSynchronize).
+    std::vector<const Rec*> outer;
+    for (const Rec* y : step_syncs) {
+      bool inner = false;
+      for (const Rec* z : step_syncs)
+        inner = inner || (contains(z, y) && !(z->ts == y->ts && z->dur == y->dur && z > y));
+      if (!inner) outer.push_back(y);
+    }
+    // With CUDA, an aten::item on a CPU tensor (a loader's transform, say) waits for nothing:
+    // only ops that hold a sync call count there.
+    if (f.cuda) {
+      std::vector<const Rec*> real;
+      for (const Rec* y : outer) {
+        bool holds = y->kind == kSyncCall;
+        for (const Rec* z : step_syncs) holds = holds || (z->kind == kSyncCall && contains(y, z));
+        if (holds) real.push_back(y);
+      }
+      outer = std::move(real);
+    }
+    total_syncs += static_cast<int>(outer.size());
+    for (const auto& i : busy) total_busy += overlap(i, a, b);
+    for (const auto& r : recs)
+      if (r.kind == kKernel && r.ts >= a && r.ts < b) ++total_kernels, kernel_durs.push_back(r.dur);
+
+    // GPU-idle gaps of this step: while fetching the next batch, after a sync, or otherwise.
+    std::vector<double> sync_idle(outer.size(), 0);
+    if (f.cuda) {
+      auto first =
+          std::lower_bound(busy.begin(), busy.end(), Interval{a, a},
+                           [](const Interval& x, const Interval& y) { return x.second < y.first; });
+      double cursor = a;
+      std::vector<Interval> gaps;
+      for (auto it = first; it != busy.end() && it->first < b; ++it) {
+        if (it->first > cursor) gaps.push_back({cursor, it->first});
+        cursor = std::max(cursor, it->second);
+      }
+      if (cursor < b) gaps.push_back({cursor, b});
+      for (const auto& g : gaps) {
+        double len = g.second - g.first, in_fetch = 0;
+        for (const auto& fi : fetch) in_fetch += overlap(fi, g.first, g.second);
+        double rest = len - in_fetch;
+        // The first sync that overlaps the gap owns the idle from its start to the gap's end.
+        for (size_t k = 0; k < outer.size() && rest > 0; ++k) {
+          const Rec* y = outer[k];
+          if (y->ts <= g.second && y->ts + y->dur >= g.first) {
+            double from = std::max(g.first, y->ts);
+            double idle = g.second - from;
+            for (const auto& fi : fetch) idle -= overlap(fi, from, g.second);
+            idle = std::clamp(idle, 0.0, rest);
+            sync_idle[k] += idle;
+            rest -= idle;
+            break;
+          }
+        }
+        total_fetch_idle += in_fetch;
+        total_inside_idle += rest;
+      }
+    }
+    for (size_t k = 0; k < outer.size(); ++k) {
+      const Rec* y = outer[k];
+      total_sync_idle += sync_idle[k];
+      std::string what = names[y->name];
+      if (y->kind == kSyncCall) {  // name the op it ran in: aten::to, aten::copy_, ...
+        for (const Rec* o : ops)
+          if (contains(o, y) && starts_with(names[o->name], "aten::")) {
+            what += " in " + names[o->name];
+            break;
+          }
+      }
+      std::string site;
+      const Rec* best = nullptr;
+      for (const Rec* p : frames)
+        if (p->ts <= y->ts && p->ts + p->dur >= y->ts + y->dur && (!best || p->ts >= best->ts))
+          best = p;
+      if (best) site = names[best->name];
+      auto& entry = sites[{what, site}];
+      entry.what = what, entry.site = site;
+      ++entry.count;
+      entry.gpu_idle_us += sync_idle[k];
+    }
+  }
+  const double n = f.steps;
+  f.step_us = total_step / n;
+  f.syncs_per_step = total_syncs / n;
+  f.cpu_ops_per_step = total_ops / n;
+  if (total_step > 0) {
+    f.fetch_share = total_fetch / total_step;
+    if (f.cuda) {
+      f.gpu_busy_share = total_busy / total_step;
+      f.idle_fetch_share = total_fetch_idle / total_step;
+      f.idle_sync_share = total_sync_idle / total_step;
+      f.idle_inside_share = total_inside_idle / total_step;
+      f.launches_per_s = total_kernels / (total_step / 1e6);
+    }
+  }
+  for (auto& [key, site] : sites) f.sync_sites.push_back(site);
+  std::sort(f.sync_sites.begin(), f.sync_sites.end(), [](const SyncSite& x, const SyncSite& y) {
+    return x.gpu_idle_us != y.gpu_idle_us ? x.gpu_idle_us > y.gpu_idle_us : x.count > y.count;
+  });
+  f.kernels_per_step = total_kernels / n;
+  if (!kernel_durs.empty()) {
+    auto mid = kernel_durs.begin() + static_cast<long>(kernel_durs.size() / 2);
+    std::nth_element(kernel_durs.begin(), mid, kernel_durs.end());
+    f.median_kernel_us = *mid;
+  }
+
+  // GEMM/convolution time by precision, as shares of the GPU's busy time.
+  double busy_all = 0;
+  for (const auto& i : busy) busy_all += i.second - i.first;
+  std::map<std::string, double> by_precision;
+  double fp32_top = 0;
+  for (const auto& [id, us] : kernel_time) {
+    std::string p = gemm_precision(names[id]);
+    if (p.empty()) continue;
+    by_precision[p] += us;
+    if (p == "fp32" && us > fp32_top) fp32_top = us, f.top_fp32_kernel = names[id];
+  }
+  if (busy_all > 0) {
+    for (const auto& [p, us] : by_precision) {
+      f.gemm_share_by_precision.push_back({p, us / busy_all});
+      f.gemm_share += us / busy_all;
+    }
+    if (by_precision.count("fp32")) f.fp32_gemm_share = by_precision["fp32"] / busy_all;
+  }
+
+  // Top ops: self CUDA time through the kernels' External id; without CUDA, self CPU time.
+  std::map<std::string, double> op_time;
+  if (f.cuda) {
+    for (const auto& r : recs) {
+      if (r.kind != kKernel) continue;
+      auto it = op_of_ext.find(r.ext);
+      op_time[it == op_of_ext.end() ? std::string("(no op)") : names[it->second]] += r.dur;
+    }
+  } else {
+    std::vector<const Rec*> stack;
+    for (const Rec* o : ops) {
+      while (!stack.empty() && !contains(stack.back(), o)) stack.pop_back();
+      op_time[names[o->name]] += o->dur;
+      if (!stack.empty()) op_time[names[stack.back()->name]] -= o->dur;
+      stack.push_back(o);
+    }
+  }
+  std::vector<TopOp> top;
+  for (const auto& [name, us] : op_time) top.push_back({name, us / n});
+  std::sort(top.begin(), top.end(),
+            [](const TopOp& x, const TopOp& y) { return x.us_per_step > y.us_per_step; });
+  if (top.size() > 5) top.resize(5);
+  f.top_ops = top;
+
+  // The median-length step, for the report's timeline.
+  std::vector<size_t> order(steps.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::sort(order.begin(), order.end(),
+            [&](size_t x, size_t y) { return steps[x].dur < steps[y].dur; });
+  const Rec& ms = steps[order[order.size() / 2]];
+  const double a = ms.ts, b = ms.ts + ms.dur;
+  StepTimeline& t = f.timeline;
+  t.step_us = ms.dur;
+  std::vector<Interval> cpu_rows, gpu_rows, fetch_rows;
+  std::vector<const Rec*> top_level;
+  for (const Rec* o : ops) {
+    if (o->ts < a || o->ts >= b) continue;
+    if (!top_level.empty() && contains(top_level.back(), o)) continue;
+    top_level.push_back(o);
+    cpu_rows.push_back({o->ts - a, std::min(b, o->ts + o->dur) - a});
+    if (starts_with(names[o->name], "enumerate(DataLoader)"))
+      fetch_rows.push_back({o->ts - a, std::min(b, o->ts + o->dur) - a});
+  }
+  for (const auto& i : busy)
+    if (i.second > a && i.first < b)
+      gpu_rows.push_back({std::max(i.first, a) - a, std::min(i.second, b) - a});
+  const double px = ms.dur / 800.0;  // one pixel of an 800-px drawing
+  t.cpu = coarsen(cpu_rows, px, 400);
+  t.gpu = coarsen(gpu_rows, px, 400);
+  t.fetch = merge(fetch_rows);
+  for (const Rec* y : syncs) {
+    if (y->ts < a || y->ts >= b) continue;
+    bool inner = false;
+    for (const Rec* z : syncs) inner = inner || (contains(z, y) && z->ts < y->ts);
+    if (!inner && t.syncs.size() < 200) t.syncs.push_back({y->ts - a, names[y->name]});
+  }
+  if (!f.cuda)
+    f.note =
+        "CPU-only trace: GPU busy time, the GPU idle after syncs, kernels and their "
+        "precision cannot be judged";
+  return f;
+}
+
+Result<TraceFacts> read_trace_file(const std::string& path, size_t max_events) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return Error::permanent("cannot read the trace " + path);
+  auto f = read_trace(in, max_events);
+  if (!f) return Error::permanent(path + ": " + f.error().message);
+  return f;
+}
+
+nlohmann::json TraceFacts::to_json() const {
+  nlohmann::json j = {{"cuda", cuda},
+                      {"steps", steps},
+                      {"step_ms", step_us / 1000},
+                      {"fetch_share", fetch_share},
+                      {"syncs_per_step", syncs_per_step},
+                      {"cpu_ops_per_step", cpu_ops_per_step},
+                      {"events", events},
+                      {"kept", kept},
+                      {"truncated", truncated}};
+  if (cuda) {
+    j["gpu_busy_share"] = gpu_busy_share;
+    j["idle_fetch_share"] = idle_fetch_share;
+    j["idle_sync_share"] = idle_sync_share;
+    j["idle_inside_share"] = idle_inside_share;
+    j["kernels_per_step"] = kernels_per_step;
+    j["median_kernel_us"] = median_kernel_us;
+    j["launches_per_s"] = launches_per_s;
+    j["gemm_share"] = gemm_share;
+    j["fp32_gemm_share"] = fp32_gemm_share;
+    nlohmann::json p = nlohmann::json::object();
+    for (const auto& [k, v] : gemm_share_by_precision) p[k] = v;
+    j["gemm_share_by_precision"] = p;
+    if (!top_fp32_kernel.empty()) j["top_fp32_kernel"] = top_fp32_kernel;
+  }
+  nlohmann::json s = nlohmann::json::array();
+  for (const auto& x : sync_sites)
+    s.push_back({{"what", x.what},
+                 {"site", x.site},
+                 {"count", x.count},
+                 {"per_step", x.count / static_cast<double>(std::max(1, steps))},
+                 {"gpu_idle_ms_each", x.count ? x.gpu_idle_us / x.count / 1000 : 0.0}});
+  j["sync_sites"] = s;
+  nlohmann::json ops = nlohmann::json::array();
+  for (const auto& o : top_ops)
+    ops.push_back({{"name", o.name}, {"ms_per_step", o.us_per_step / 1000}});
+  j["top_ops"] = ops;
+  j["top_ops_by"] = cuda ? "self CUDA time" : "self CPU time";
+  auto rows = [](const std::vector<Interval>& v) {
+    nlohmann::json a = nlohmann::json::array();
+    for (const auto& [x, y] : v) a.push_back({x / 1000, y / 1000});
+    return a;
+  };
+  nlohmann::json tl = {{"step_ms", timeline.step_us / 1000},
+                       {"cpu", rows(timeline.cpu)},
+                       {"gpu", rows(timeline.gpu)},
+                       {"fetch", rows(timeline.fetch)}};
+  nlohmann::json sy = nlohmann::json::array();
+  for (const auto& [x, what] : timeline.syncs) sy.push_back({{"at_ms", x / 1000}, {"what", what}});
+  tl["syncs"] = sy;
+  j["timeline"] = tl;
+  if (!note.empty()) j["note"] = note;
+  return j;
+}
+
+}  // namespace nodus::telemetry
