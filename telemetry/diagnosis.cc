@@ -69,7 +69,8 @@ Finding loader_finding(const Summary& s, const Evidence& e) {
             join(ev, ", "),
             false,
             0.95,
-            {"data_wait", "loader"}};
+            {"data_wait", "loader"},
+            std::nullopt};
   }
   if (host && *s.cpu_saturation >= kCpuSaturated) {
     ev.push_back(cpu_text(s) + " the job may use");
@@ -81,7 +82,8 @@ Finding loader_finding(const Summary& s, const Evidence& e) {
             join(ev, ", "),
             false,
             0.9,
-            {"data_wait", "cpu"}};
+            {"data_wait", "cpu"},
+            std::nullopt};
   }
   if (io_evidence(e)) {
     ev.push_back(io_text(e));
@@ -93,7 +95,8 @@ Finding loader_finding(const Summary& s, const Evidence& e) {
             join(ev, ", "),
             false,
             0.85,
-            {"data_wait", "io"}};
+            {"data_wait", "io"},
+            std::nullopt};
   }
   std::vector<std::string> signals = {"data_wait"};
   if (host) {
@@ -111,7 +114,8 @@ Finding loader_finding(const Summary& s, const Evidence& e) {
           join(ev, ", "),
           false,
           0.9,
-          signals};
+          signals,
+          std::nullopt};
 }
 
 Finding unknown_wait_finding(const Summary& s) {
@@ -127,7 +131,8 @@ Finding unknown_wait_finding(const Summary& s) {
           join(ev, ", "),
           false,
           0.5,
-          {"gpu_util"}};
+          {"gpu_util"},
+          std::nullopt};
 }
 
 Finding launch_finding(const Summary& s, bool near_zero) {
@@ -140,7 +145,8 @@ Finding launch_finding(const Summary& s, bool near_zero) {
           ev,
           false,
           near_zero ? 0.8 : 0.5,
-          {"gpu_util", "data_wait"}};
+          {"gpu_util", "data_wait"},
+          std::nullopt};
 }
 
 Finding sync_finding(const Summary& s, bool near_zero, double score) {
@@ -157,7 +163,8 @@ Finding sync_finding(const Summary& s, bool near_zero, double score) {
           join(ev, ", "),
           false,
           score,
-          {"gpu_util", "data_wait"}};
+          {"gpu_util", "data_wait"},
+          std::nullopt};
 }
 
 std::string pct(double share) { return format_percent(share * 100); }
@@ -273,7 +280,8 @@ std::vector<Finding> diagnose(const Summary& s, const Evidence& e) {
                        fixed(e.trace->syncs_per_step, "%.3g") + " aten::item/sync calls per step",
                    true,
                    0.05,
-                   {"trace"}});
+                   {"trace"},
+                   std::nullopt});
   }
   if (gpu_trace && traced.empty() && !dw_high) {
     out.push_back({"trace-clean",
@@ -286,7 +294,8 @@ std::vector<Finding> diagnose(const Summary& s, const Evidence& e) {
                        pct(e.trace->fp32_gemm_share) + " of GPU time",
                    true,
                    0.1,
-                   {"trace"}});
+                   {"trace"},
+                   std::nullopt});
   } else if (s.util_mean && *s.util_mean >= kBusyUtil && !gpu_trace) {
     out.push_back({"busy",
                    "ok",
@@ -296,7 +305,8 @@ std::vector<Finding> diagnose(const Summary& s, const Evidence& e) {
                    util_text(s),
                    true,
                    0.1,
-                   {"gpu_util"}});
+                   {"gpu_util"},
+                   std::nullopt});
   }
   std::stable_sort(out.begin(), out.end(),
                    [](const Finding& a, const Finding& b) { return a.score > b.score; });

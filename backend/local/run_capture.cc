@@ -75,7 +75,7 @@ Result<Captured> run_capture(const std::vector<std::string>& argv, std::vector<s
     ::close(out[1]);
     return Error::permanent(std::string("pipe: ") + std::strerror(errno));
   }
-  auto launched = launch({argv, env, "", out[1], err[1]});
+  auto launched = launch({argv, env, "", out[1], err[1], -1, {}});
   ::close(out[1]);
   ::close(err[1]);
   if (!launched.ok()) {
