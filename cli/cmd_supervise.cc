@@ -11,6 +11,7 @@
 
 #include "backend/backend.h"
 #include "cli/common.h"
+#include "cli/sweep_command.h"
 #include "core/error.h"
 #include "engine/gpu_wait.h"
 #include "engine/signals.h"
@@ -51,8 +52,16 @@ int supervise() {
     prctl(PR_SET_PDEATHSIG, SIGTERM);
     if (getppid() != ticket.parent_pid) return exit_code::kNodusError;
   }
-  engine::SignalWatch signals;
   StatusLine status;
+  if (ticket.sweep_id != 0) {
+    try {
+      return supervise_sweep(ticket, [&status](const std::string& line) { status.send(line); });
+    } catch (const Fatal& e) {
+      status.send("error " + std::to_string(e.code()) + " " + e.what());
+      return e.code();
+    }
+  }
+  engine::SignalWatch signals;
   auto store = open_store();
   auto found = store->job(ticket.job_id);
   if (!found) {

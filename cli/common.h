@@ -38,6 +38,7 @@ Command add_report(CLI::App& app);
 Command add_config(CLI::App& app);
 Command add_supervise(CLI::App& app);
 Command add_gpus(CLI::App& app);
+Command add_wait(CLI::App& app);
 
 // Flags shared by `run` and `sweep`, as typed; to_request() validates them.
 struct RunFlags {

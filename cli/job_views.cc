@@ -77,27 +77,36 @@ Table jobs_table(const std::vector<JobRecord>& jobs) {
            {"wall_s", "WALL", true},
            {"cost_usd", "COST", true},
            {"exit_code", "EXIT", true},
+           {"sweep", "SWEEP"},
            {"command", "COMMAND"}});
   for (const auto& job : jobs) {
     std::string cmd = command_line(job.argv);
     if (cmd.size() > 48) cmd = cmd.substr(0, 45) + "...";
     auto j = job_json(job);
-    nlohmann::json raw = {{"id", job.id},
-                          {"name", job.name},
-                          {"state", j["state"]},
-                          {"gpu", gpu_label(job)},
-                          {"created_at", job.created_at},
-                          {"wall_s", j["wall_s"]},
-                          {"cost_usd", j["cost_usd"]},
-                          {"exit_code", j["exit_code"]},
-                          {"command", command_line(job.argv)}};
+    nlohmann::json raw = {
+        {"id", job.id},
+        {"name", job.name},
+        {"state", j["state"]},
+        {"gpu", gpu_label(job)},
+        {"created_at", job.created_at},
+        {"wall_s", j["wall_s"]},
+        {"cost_usd", j["cost_usd"]},
+        {"exit_code", j["exit_code"]},
+        {"sweep",
+         job.sweep_id ? nlohmann::json("s" + std::to_string(*job.sweep_id)) : nlohmann::json()},
+        {"cell", job.sweep_id ? nlohmann::json(job.cell_index + 1) : nlohmann::json()},
+        {"command", command_line(job.argv)}};
+    // s3:2 is cell 2 of sweep 3 (`nodus logs s3:2`).
+    std::string sweep_cell = job.sweep_id ? "s" + std::to_string(*job.sweep_id) + ":" +
+                                                std::to_string(job.cell_index + 1)
+                                          : "-";
     t.add_row(
         {std::to_string(job.id), job.name.empty() ? "-" : job.name, j["state"].get<std::string>(),
          gpu_label(job), ago(job.created_at),
          job.started_at ? format_duration(Millis(static_cast<long long>(wall_seconds(job) * 1000)))
                         : "-",
          format_usd(j["cost_usd"].get<double>()),
-         job.exit_code ? std::to_string(*job.exit_code) : "-", cmd},
+         job.exit_code ? std::to_string(*job.exit_code) : "-", sweep_cell, cmd},
         raw);
   }
   return t;
