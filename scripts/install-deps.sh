@@ -7,11 +7,11 @@
 set -euo pipefail
 profile=${1:-build}
 pkgs=(g++ cmake ninja-build pkg-config libcurl4-openssl-dev nlohmann-json3-dev libcli11-dev
-      libboost1.81-dev libsqlite3-dev libre2-dev libgtest-dev libgmock-dev)
+      libboost1.81-dev libsqlite3-dev libre2-dev libyaml-cpp-dev libgtest-dev libgmock-dev)
 case "$profile" in
   build) ;;
   demo) pkgs+=(python3-torch) ;;
-  test) pkgs+=(python3-torch chromium procps clang-format shellcheck) ;;
+  test) pkgs+=(python3-torch chromium procps clang-format shellcheck tmux) ;;
   *) echo "install-deps.sh: unknown profile '$profile': expected build, demo or test" >&2; exit 2 ;;
 esac
 missing=()
