@@ -71,7 +71,10 @@ const CLI::Option* find_option(const CLI::App& sub, const std::string& token) {
   return opt;
 }
 
-bool takes_value(const CLI::Option* opt) { return opt && opt->get_type_size_max() > 0; }
+// Flags (--dry-run, --no-wait) expect no value: the next token is not theirs.
+bool takes_value(const CLI::Option* opt) {
+  return opt && opt->get_type_size_max() > 0 && opt->get_expected_max() > 0;
+}
 
 std::vector<std::string> option_names(const CLI::App& sub) {
   std::vector<std::string> out;

@@ -3,6 +3,7 @@
 #include "cli/args.h"
 #include "cli/common.h"
 #include "cli/job_views.h"
+#include "core/error.h"
 #include "engine/reconcile.h"
 
 namespace nodus::cli {
@@ -12,14 +13,28 @@ struct PsCommand {
   bool all = false;
   int limit = 20;
   std::string format = "table";
+  std::string sweep;
+  std::string state;
   int operator()() const {
     Format f = format_from(format);
     auto store = open_store();
     engine::reconcile(*store);
     store::JobFilter filter;
-    filter.all = all;
-    filter.limit = all ? 1'000'000 : limit;
-    print(jobs_table(store->jobs(filter)).render(f));
+    filter.all = all || !sweep.empty();
+    filter.limit = filter.all ? 1'000'000 : limit;
+    if (!sweep.empty()) {
+      auto found = store->find_sweep(sweep);
+      if (!found) throw Fatal("--sweep: unknown sweep '" + sweep + "': see nodus sweeps");
+      filter.sweep_id = found->id;
+    }
+    auto jobs = store->jobs(filter);
+    if (!state.empty()) {
+      std::vector<JobRecord> kept;
+      for (auto& job : jobs)
+        if (to_string(job.state) == state) kept.push_back(std::move(job));
+      jobs = std::move(kept);
+    }
+    print(jobs_table(jobs).render(f));
     return 0;
   }
 };
@@ -34,6 +49,12 @@ Command add_ps(CLI::App& app) {
       ->type_name("N")
       ->check(CLI::Range(0, 1000000))
       ->capture_default_str();
+  sub->add_option("--sweep", cmd->sweep, "only the jobs of this sweep (every one of them)")
+      ->type_name("SWEEP");
+  sub->add_option("--state", cmd->state, "only jobs in this state")
+      ->type_name("STATE")
+      ->check(CLI::IsMember({"waiting", "starting", "running", "completed", "failed", "timeout",
+                             "cost-cap", "low-util", "stopped", "cancelled", "lost", "budget"}));
   add_format_flag(sub, cmd->format);
   return {sub, [cmd] { return (*cmd)(); }};
 }

@@ -108,7 +108,10 @@ report::ReportData sweep_report(store::Store& store, const store::SweepRecord& s
   d.backend = sweep.backend;
   if (auto grid = sweep::parse_grid(sweep.definition.value("params", std::vector<std::string>{})))
     for (const auto& a : grid->axes) d.grid.push_back({a.name, a.values});
-  auto best = sweep::best_cell(results.cells);
+  // The sweep's own objective; the report names a best cell only when the table does.
+  auto objective = sweep::parse_objective(sweep_objective(sweep, ""));
+  const sweep::Objective ranked_by = objective ? *objective : sweep::Objective{};
+  auto best = sweep::best_cell(results.cells, ranked_by);
   double first = 0, last = 0;
   for (size_t i = 0; i < results.cells.size(); ++i) {
     const auto& r = results.cells[i];
@@ -140,7 +143,7 @@ report::ReportData sweep_report(store::Store& store, const store::SweepRecord& s
     d.cells.push_back(std::move(c));
   }
   d.totals.wall_s = last > first ? last - first : 0;
-  d.summary = sweep::summary_sentence(results.cells);
+  d.summary = sweep::summary_sentence(results.cells, ranked_by);
   return d;
 }
 

@@ -9,6 +9,7 @@
 #include "cli/args.h"
 #include "cli/common.h"
 #include "cli/live_status.h"
+#include "cli/spec_file.h"
 #include "core/config.h"
 #include "core/error.h"
 #include "core/parse.h"
@@ -23,6 +24,7 @@ namespace {
 struct RunCommand {
   RunFlags flags;
   bool detach = false;
+  std::string file;  // -f job.yaml
 
   int operator()() const {
     engine::JobRequest request = to_request(flags);
@@ -123,8 +125,12 @@ Command add_run(CLI::App& app) {
   add_run_flags(sub, cmd->flags);
   sub->add_flag("-d,--detach", cmd->detach,
                 "print the job id and return; a background supervisor enforces the caps");
-  return {sub, [cmd] {
+  sub->add_option("-f,--file", cmd->file,
+                  "read the job from a spec file (YAML; flags given here win over it)")
+      ->type_name("FILE");
+  return {sub, [cmd, sub] {
             cmd->flags.command = job_command();
+            if (!cmd->file.empty()) apply_spec_file(cmd->file, *sub, cmd->flags, nullptr);
             return (*cmd)();
           }};
 }

@@ -174,6 +174,8 @@ struct ShowCommand {
   std::string id;
   std::string format = "table";
   std::string sort;
+  std::string objective;
+  std::vector<std::string> columns;
 
   int operator()() const {
     Format f = format_from(format);
@@ -184,7 +186,8 @@ struct ShowCommand {
     if (!looks_like_sweep) {
       if (auto job = store->find_job(id)) return print_job(*store, *job, f), 0;
     }
-    if (auto sweep = store->find_sweep(id)) return print_sweep(*store, *sweep, sort, f), 0;
+    if (auto sweep = store->find_sweep(id))
+      return print_sweep(*store, *sweep, {sort, objective, columns}, f), 0;
     throw Fatal("unknown job or sweep '" + escape_control(id) +
                 "': see nodus ps -a and nodus sweeps");
   }
@@ -201,6 +204,11 @@ Command add_show(CLI::App& app) {
       ->type_name("JOB|SWEEP")
       ->required();
   sub->add_option("--sort", cmd->sort, "sweep table: sort by this column")->type_name("COLUMN");
+  sub->add_option("--objective", cmd->objective,
+                  "sweep table: rank cells by NAME[:max|min] (default: the sweep's own)")
+      ->type_name("NAME[:DIR]");
+  sub->add_option("--columns", cmd->columns, "sweep table: show these columns (comma list)")
+      ->type_name("KEYS");
   add_format_flag(sub, cmd->format);
   return {sub, [cmd] { return (*cmd)(); }};
 }

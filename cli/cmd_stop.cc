@@ -4,6 +4,7 @@
 #include <poll.h>
 #include <signal.h>
 
+#include <algorithm>
 #include <cstdio>
 
 #include "backend/backend.h"
@@ -30,6 +31,9 @@ struct StopCommand {
   }
 
   int stop(store::Store& store, const std::string& id) const {
+    bool sweep_form =
+        id.size() > 1 && id[0] == 's' && id.find_first_not_of("0123456789", 1) == std::string::npos;
+    if (sweep_form || (!store.find_job(id) && store.find_sweep(id))) return stop_sweep(store, id);
     JobRecord job = find_job_or_throw(store, id);
     if (is_final(job.state)) {
       std::fprintf(stderr, "nodus: job %lld already ended (%s)\n", static_cast<long long>(job.id),
@@ -66,14 +70,52 @@ struct StopCommand {
       poll(nullptr, 0, 50);
     }
   }
+
+  // A sweep's supervisor gets SIGTERM: its scheduler stops first (no cell starts after it), then
+  // it stops the running cells (each through its own supervisor, as `nodus stop JOB` would) and
+  // records the sweep as interrupted.
+  int stop_sweep(store::Store& store, const std::string& id) const {
+    auto sweep = store.find_sweep(id);
+    if (!sweep) throw Fatal("unknown sweep '" + id + "': see nodus sweeps");
+    const std::string label = "s" + std::to_string(sweep->id);
+    if (sweep->state != "running" && sweep->state != "starting") {
+      std::fprintf(stderr, "nodus: sweep %s already ended (%s)\n", label.c_str(),
+                   sweep->state.c_str());
+      return 0;
+    }
+    if (!store::process_alive(sweep->supervisor_pid, sweep->supervisor_start))
+      throw Fatal("sweep " + label + " has no live supervisor (pid " +
+                  std::to_string(sweep->supervisor_pid) +
+                  "); its cells died with it: see nodus ps");
+    if (::kill(static_cast<pid_t>(sweep->supervisor_pid), SIGTERM) != 0)
+      throw Fatal("cannot signal the supervisor of sweep " + label + " (pid " +
+                  std::to_string(sweep->supervisor_pid) + "): permission denied");
+    // Its running cells get their grace period; wait for the longest plus a margin.
+    int64_t grace_ms = 0;
+    for (const auto& job : store.sweep_cells(sweep->id))
+      grace_ms = std::max(grace_ms, job.grace_ms);
+    double until = unix_now() + grace_ms / 1000.0 + 15;
+    for (;;) {
+      auto now = store.sweep(sweep->id);
+      if (now && now->state != "running" && now->state != "starting") {
+        std::printf("%s %s %s\n", label.c_str(), now->state.c_str(),
+                    format_usd(store.sweep_spent(now->id)).c_str());
+        return 0;
+      }
+      if (unix_now() > until) throw Fatal("sweep " + label + " did not stop in time; see nodus ps");
+      poll(nullptr, 0, 50);
+    }
+  }
 };
 }  // namespace
 
 Command add_stop(CLI::App& app) {
   auto cmd = std::make_shared<StopCommand>();
-  CLI::App* sub = app.add_subcommand("stop", "stop running jobs");
-  set_examples(sub, {"nodus stop 42", "nodus stop resnet tune-2"});
-  sub->add_option("job", cmd->ids, "job ids or names")->type_name("JOB")->required();
+  CLI::App* sub = app.add_subcommand("stop", "stop running jobs or sweeps");
+  set_examples(sub, {"nodus stop 42", "nodus stop resnet tune-2", "nodus stop s3"});
+  sub->add_option("job", cmd->ids, "job ids or names, or sweep ids (s3)")
+      ->type_name("JOB|SWEEP")
+      ->required();
   return {sub, [cmd] { return (*cmd)(); }};
 }
 

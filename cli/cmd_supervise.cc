@@ -3,6 +3,7 @@
 // (engine/supervise_main.h).
 
 #include "cli/common.h"
+#include "cli/sweep_command.h"
 #include "engine/supervise_main.h"
 
 namespace nodus::cli {
@@ -10,7 +11,7 @@ namespace nodus::cli {
 Command add_supervise(CLI::App& app) {
   CLI::App* sub = app.add_subcommand("__supervise", "");
   sub->group("");  // hidden
-  return {sub, [] { return engine::supervise_main(); }};
+  return {sub, [] { return engine::supervise_main(supervise_sweep); }};
 }
 
 }  // namespace nodus::cli

@@ -1,22 +1,35 @@
 // nodus sweep: the same job once per cell of a parameter grid, packed onto free GPUs, with a
 // per-sweep budget, then the comparison table.
 
+#include <fcntl.h>
 #include <unistd.h>
 
+#include <cerrno>
+#include <climits>
+#include <cmath>
 #include <cstdio>
+#include <cstring>
 
 #include "cli/args.h"
 #include "cli/common.h"
+#include "cli/spec_file.h"
+#include "cli/sweep_command.h"
 #include "cli/sweep_views.h"
 #include "core/config.h"
 #include "core/error.h"
+#include "core/files.h"
 #include "core/parse.h"
+#include "core/secret.h"
 #include "engine/signals.h"
+#include "engine/supervisor_process.h"
+#include "engine/sweep_plan.h"
 #include "engine/sweep_progress.h"
 #include "engine/sweep_runner.h"
 #include "sweep/cell_key.h"
+#include "sweep/compare.h"
 #include "sweep/grid.h"
 #include "sweep/placeholders.h"
+#include "telemetry/phases.h"
 
 namespace nodus::cli {
 namespace {
@@ -31,7 +44,36 @@ struct SweepFlags {
   std::string resume;
   std::string sort;
   std::string format = "table";
+  bool detach = false;
+  uint64_t sample = 0;  // 0: every cell
+  uint64_t seed = 1;
+  int repeat = 1;
+  std::string objective;             // "" : throughput:max
+  std::optional<double> stop_early;  // --stop-early FACTOR
+  std::string file;                  // -f sweep.yaml
+  std::string save;                  // --save sweep.yaml
 };
+
+// The sweep-only fields as a spec file sees them, and back.
+SweepSpec spec_of(const SweepFlags& f) {
+  SweepSpec s;
+  s.params = f.params;
+  s.budget = f.budget;
+  if (f.parallel > 0) s.parallel = f.parallel;
+  s.repeat = f.repeat;
+  if (f.sample > 0) s.sample = f.sample, s.seed = f.seed;
+  s.objective = f.objective;
+  return s;
+}
+void take_spec(SweepFlags& f, const SweepSpec& s) {
+  f.params = s.params;
+  f.budget = s.budget;
+  if (s.parallel) f.parallel = *s.parallel;
+  if (s.repeat) f.repeat = *s.repeat;
+  if (s.sample) f.sample = *s.sample;
+  if (s.seed) f.seed = *s.seed;
+  f.objective = s.objective;
+}
 
 // The flags that define what the cells run, as stored for --resume.
 nlohmann::json definition_options(const SweepFlags& f, const engine::JobRequest& r) {
@@ -60,7 +102,10 @@ nlohmann::json definition_options(const SweepFlags& f, const engine::JobRequest&
 }
 
 // Fills the flags of a sweep being resumed from its stored definition.
-void restore_flags(SweepFlags& f, const store::SweepRecord& sweep) {
+// `env`: the unredacted --env a detached sweep's supervisor got in its ticket (nullptr: from
+// the stored definition, which refuses secrets it did not keep).
+void restore_flags(SweepFlags& f, const store::SweepRecord& sweep,
+                   const std::map<std::string, std::string>* env_override = nullptr) {
   const auto& d = sweep.definition;
   const auto& o = d.at("options");
   f.run.command = sweep.argv;
@@ -83,6 +128,17 @@ void restore_flags(SweepFlags& f, const store::SweepRecord& sweep) {
   f.run.cpus_per_gpu = o.value("cpus_per_gpu", 0);
   f.run.profile = o.value("profile", false);
   f.run.env.clear();
+  f.sample = d.value("sample", uint64_t{0});
+  f.seed = d.value("seed", uint64_t{1});
+  f.repeat = d.value("repeat", 1);
+  if (f.objective.empty()) f.objective = d.value("objective", "");
+  if (!f.stop_early && d.contains("stop_early")) f.stop_early = d["stop_early"].get<double>();
+  if (env_override) {
+    for (const auto& [k, v] : *env_override) f.run.env.push_back(k + "=" + v);
+    if (f.parallel == 0) f.parallel = d.value("parallel", 0);
+    if (f.budget.empty()) f.budget = d.value("budget", "");
+    return;
+  }
   // A named copy: items() of the temporary that value() returns would dangle.
   const nlohmann::json env = o.value("env", nlohmann::json::object());
   for (const auto& [k, v] : env.items()) {
@@ -102,8 +158,118 @@ int exit_for(const std::string& state) {
   return 1;
 }
 
+// A sweep ready to run: its cells and what the runner needs.
+struct Plan {
+  engine::JobRequest request;
+  sweep::Grid grid;
+  std::optional<sweep::ArgvTemplate> tmpl;
+  std::vector<engine::PlannedCell> cells;
+  std::optional<double> budget;
+  std::optional<engine::Inventory> inventory;
+  nlohmann::json options;
+  std::string hash;
+  int parallel = 1;
+  sweep::Objective objective;
+};
+
 struct SweepCommand {
   SweepFlags f;
+
+  // Parses and checks everything, and plans the cells; runs and stores nothing.
+  Plan plan() {
+    Plan p;
+    if (f.params.empty())
+      throw Fatal("--param: at least one NAME=VALUES is needed (e.g. --param num_workers=0,4,8)");
+    if (f.repeat < 1)
+      throw Fatal("--repeat: invalid value '" + std::to_string(f.repeat) + "': expected 1 or more");
+    p.objective = value_or_throw(sweep::parse_objective(f.objective));
+    if (f.stop_early) {
+      if (!(*f.stop_early > 1) || !std::isfinite(*f.stop_early))
+        throw Fatal("--stop-early: invalid value '" + std::to_string(*f.stop_early) +
+                    "': expected a factor above 1 (2: stop cells costing twice the best per "
+                    "sample)");
+      if (p.objective.name != "throughput" && p.objective.name != "cost_per_msample")
+        throw Fatal(
+            "--stop-early compares steady cost per sample; it works with --objective "
+            "throughput or cost_per_msample, not " +
+            p.objective.text());
+    }
+    p.request = to_request(f.run);
+    p.grid = value_or_throw(sweep::parse_grid(f.params));
+    std::vector<int> indices;
+    if (f.sample > 0) {
+      value_or_throw(sweep::check_sample(p.grid, f.sample, f.yes));
+      indices = sweep::sample_cells(p.grid, f.sample, f.seed);
+    } else {
+      value_or_throw(sweep::check_cell_count(p.grid, f.yes));
+    }
+    const uint64_t grid_cells = sweep::cell_count(p.grid);
+    const uint64_t runs = (indices.empty() ? grid_cells : indices.size()) * f.repeat;
+    if (grid_cells * static_cast<uint64_t>(f.repeat) > static_cast<uint64_t>(INT32_MAX) ||
+        runs > sweep::kMaxCells)
+      throw Fatal("--repeat " + std::to_string(f.repeat) + ": " + std::to_string(runs) +
+                  " runs; at most " + std::to_string(sweep::kMaxCells) + " are allowed");
+    p.tmpl = value_or_throw(sweep::ArgvTemplate::parse(p.request.argv, p.grid));
+    if (!f.budget.empty()) p.budget = value_or_throw(parse_usd(f.budget, "--budget"));
+    if (p.budget && p.request.gpu.none())
+      throw Fatal("--budget " + format_usd(*p.budget) +
+                  ": CPU-only cells have no catalog rate; add --gpu TYPE[:COUNT]");
+    if (f.parallel < 0)
+      throw Fatal("--parallel: invalid value '" + std::to_string(f.parallel) +
+                  "': expected 1 or more");
+
+    billing::Catalog catalog = load_catalog(f.run.prices, f.run.prices_only);
+    if (p.request.backend == "local" && !p.request.gpu.none())
+      p.inventory = local_inventory(catalog);
+    const engine::Inventory* inv = p.inventory ? &*p.inventory : nullptr;
+    JobRecord base = engine::build_job(p.request, catalog, inv);
+
+    p.options = definition_options(f, p.request);
+    // Only when set, so that sweeps defined before these flags keep their hash.
+    if (f.sample > 0) p.options["sample"] = {{"n", f.sample}, {"seed", f.seed}};
+    if (f.repeat > 1) p.options["repeat"] = f.repeat;
+    p.hash = sweep::definition_hash(p.tmpl->source(), p.grid, p.options);
+
+    engine::SweepPlanInput in{base,    p.request.env, p.request.gpu, p.request.max_cost,
+                              indices, f.repeat};
+    p.cells = engine::plan_cells(in, p.grid, *p.tmpl);
+    p.parallel = f.parallel > 0 ? f.parallel : engine::default_parallel(base, inv);
+    return p;
+  }
+
+  void announce(const Plan& p) const {
+    const JobRecord& base = p.cells.front().job;
+    auto worst = engine::worst_case_cost(base.gpu_count, base.rate_per_gpu_hour, base.max_cost,
+                                         base.timeout_ms, base.grace_ms);
+    size_t n = p.cells.size();
+    std::string worst_text =
+        worst ? format_usd(*worst * n) + " (" + std::to_string(n) + " x " + format_usd(*worst) + ")"
+              : "unbounded (no --max-cost or --timeout)";
+    std::string runs = f.repeat > 1 ? " (" + std::to_string(n / f.repeat) + " cells x " +
+                                          std::to_string(f.repeat) + " repeats)"
+                                    : "";
+    std::fprintf(stderr, "nodus: sweep of %zu %s%s, up to %d at once, worst case %s%s\n", n,
+                 f.repeat > 1 ? "runs" : "cells", runs.c_str(),
+                 std::min<int>(p.parallel, static_cast<int>(n)), worst_text.c_str(),
+                 p.budget ? (", budget " + format_usd(*p.budget)).c_str() : "");
+    if (p.budget && !worst)
+      std::fprintf(stderr,
+                   "nodus: cells have no --max-cost or --timeout: with --budget each runs alone, "
+                   "capped at what is left\n");
+  }
+
+  nlohmann::json definition(const Plan& p) const {
+    nlohmann::json d = {{"params", f.params},
+                        {"options", p.options},
+                        {"parallel", f.parallel},
+                        {"budget", f.budget},
+                        {"cells", p.cells.size()}};
+    if (f.sample > 0) d["sample"] = f.sample, d["seed"] = f.seed;
+    if (f.repeat > 1) d["repeat"] = f.repeat;
+    if (!f.objective.empty()) d["objective"] = p.objective.text();
+    if (f.stop_early) d["stop_early"] = *f.stop_early;
+    return d;
+  }
 
   int operator()() {
     Format format = format_from(f.format);
@@ -113,98 +279,39 @@ struct SweepCommand {
       store = open_store();
       resumed = store->find_sweep(f.resume);
       if (!resumed) throw Fatal("--resume: unknown sweep '" + f.resume + "': see nodus sweeps");
+      if (resumed->state == "running" &&
+          store::process_alive(resumed->supervisor_pid, resumed->supervisor_start))
+        throw Fatal("--resume " + sweep_label(*resumed) + ": the sweep is still running (pid " +
+                    std::to_string(resumed->supervisor_pid) + "); nodus stop " + f.resume +
+                    " first, or nodus wait " + f.resume);
       if (f.run.command.empty()) restore_flags(f, *resumed);
     }
-    if (f.params.empty())
-      throw Fatal("--param: at least one NAME=VALUES is needed (e.g. --param num_workers=0,4,8)");
-    engine::JobRequest request = to_request(f.run);
-    sweep::Grid grid = value_or_throw(sweep::parse_grid(f.params));
-    value_or_throw(sweep::check_cell_count(grid, f.yes));
-    auto tmpl = value_or_throw(sweep::ArgvTemplate::parse(request.argv, grid));
-    std::optional<double> budget;
-    if (!f.budget.empty()) budget = value_or_throw(parse_usd(f.budget, "--budget"));
-    if (budget && request.gpu.none())
-      throw Fatal("--budget " + format_usd(*budget) +
-                  ": CPU-only cells have no catalog rate; add --gpu TYPE[:COUNT]");
-    if (f.parallel < 0)
-      throw Fatal("--parallel: invalid value '" + std::to_string(f.parallel) +
-                  "': expected 1 or more");
-
-    billing::Catalog catalog = load_catalog(f.run.prices, f.run.prices_only);
-    std::optional<engine::Inventory> inventory;
-    if (request.backend == "local" && !request.gpu.none()) inventory = local_inventory(catalog);
-    JobRecord base = engine::build_job(request, catalog, inventory ? &*inventory : nullptr);
-
-    nlohmann::json options = definition_options(f, request);
-    std::string hash = sweep::definition_hash(tmpl.source(), grid, options);
-    if (resumed && resumed->definition_hash != hash)
+    Plan p = plan();
+    if (resumed && resumed->definition_hash != p.hash)
       throw Fatal(
           "--resume " + sweep_label(*resumed) +
           ": the sweep's definition changed (command, params, GPUs, caps or env differ from "
           "when it was started); start a new sweep instead");
-
-    std::vector<engine::PlannedCell> cells;
-    for (const auto& cell : sweep::expand(grid)) {
-      engine::PlannedCell p;
-      p.index = cell.index;
-      p.label = sweep::cell_label(cell.params);
-      p.job = base;
-      p.job.argv = tmpl.resolve(cell);
-      p.job.params = sweep::params_json(cell.params);
-      p.job.cell_index = cell.index;
-      p.env = request.env;
-      for (const auto& [k, v] : sweep::cell_env(cell)) p.env[k] = v;
-      p.job.env = p.env;
-      p.job.cell_key =
-          sweep::cell_key({p.job.argv, p.env, request.gpu, request.max_cost, p.job.timeout_ms});
-      cells.push_back(std::move(p));
-    }
-    int parallel = f.parallel > 0
-                       ? f.parallel
-                       : engine::default_parallel(base, inventory ? &*inventory : nullptr);
-    auto worst = engine::worst_case_cost(base.gpu_count, base.rate_per_gpu_hour, base.max_cost,
-                                         base.timeout_ms, base.grace_ms);
-    std::string worst_text = worst ? format_usd(*worst * cells.size()) + " (" +
-                                         std::to_string(cells.size()) + " x " + format_usd(*worst) +
-                                         ")"
-                                   : "unbounded (no --max-cost or --timeout)";
-    std::fprintf(stderr, "nodus: sweep of %zu cells, up to %d at once, worst case %s%s\n",
-                 cells.size(), std::min<int>(parallel, static_cast<int>(cells.size())),
-                 worst_text.c_str(), budget ? (", budget " + format_usd(*budget)).c_str() : "");
-    if (budget && !worst)
-      std::fprintf(stderr,
-                   "nodus: cells have no --max-cost or --timeout: with --budget each runs alone, "
-                   "capped at what is left\n");
-    if (f.dry_run) return print_plan(cells, grid, format), 0;
+    if (!f.save.empty()) return save(p), 0;
+    announce(p);
+    if (f.dry_run) return print_plan(p, format), 0;
 
     if (!store) store = open_store();
     store->reconcile_dead_supervisors();
     store::SweepRecord sweep;
     if (resumed) {
       sweep = *resumed;
-      for (const auto& done : store->sweep_cells(sweep.id)) {
-        if (done.state != JobState::kCompleted || done.cell_index < 0 ||
-            done.cell_index >= static_cast<int>(cells.size()))
-          continue;
-        auto& c = cells[done.cell_index];
-        if (c.job.cell_key == done.cell_key) {
-          c.done = true;
-          c.job = done;
-        }
-      }
+      engine::mark_done(p.cells, store->sweep_cells(sweep.id));
     } else {
       sweep.name = f.run.name;
-      sweep.backend = request.backend;
-      sweep.argv = request.argv;
-      sweep.definition = {{"params", f.params},
-                          {"options", options},
-                          {"parallel", f.parallel},
-                          {"budget", f.budget},
-                          {"cells", cells.size()}};
-      sweep.definition_hash = hash;
-      sweep.budget = budget;
+      sweep.backend = p.request.backend;
+      sweep.argv = p.request.argv;
+      sweep.definition = definition(p);
+      sweep.definition_hash = p.hash;
+      sweep.budget = p.budget;
       sweep.created_at = unix_now();
     }
+    if (f.detach) return detach(*store, sweep, p, resumed.has_value());
     sweep.state = "running";
     sweep.ended_at.reset();
     sweep.supervisor_pid = getpid();
@@ -213,21 +320,8 @@ struct SweepCommand {
       store->update_sweep(sweep);
     else
       sweep.id = store->insert_sweep(sweep);
-    for (auto& c : cells)
-      if (!c.done)
-        c.job.name = (sweep.name.empty() ? "s" + std::to_string(sweep.id) : sweep.name) + "-" +
-                     std::to_string(c.index + 1);
-
-    engine::SignalWatch signals;
-    engine::SweepProgress progress(sweep_label(sweep), is_tty(2) && !std::getenv("CI"),
-                                   use_color(2));
-    engine::SweepRunner runner(*store, signals, progress);
-    engine::SweepSettings settings{parallel, budget, inventory ? &*inventory : nullptr};
-    std::string state = runner.run(sweep, cells, settings);
-    sweep.state = state;
-    sweep.ended_at = unix_now();
-    store->update_sweep(sweep);
-    print_sweep(*store, sweep, f.sort, format);
+    std::string state = execute(*store, sweep, p, is_tty(2) && !std::getenv("CI"));
+    print_sweep(*store, sweep, {f.sort, f.objective, {}}, format);
     if (state != "completed")
       std::fprintf(stderr,
                    "nodus: sweep %s ended %s; `nodus sweep --resume %s` reruns the cells that did "
@@ -237,19 +331,114 @@ struct SweepCommand {
     return exit_for(state);
   }
 
-  void print_plan(const std::vector<engine::PlannedCell>& cells, const sweep::Grid& grid,
-                  Format format) const {
+  // --save FILE: the spec file this command line means (checked: it planned), nothing run.
+  void save(const Plan& p) const {
+    std::string yaml = sweep_spec_yaml(f.run, spec_of(f));
+    int fd = value_or_throw(create_new_file(f.save, 0644));
+    size_t done = 0;
+    while (done < yaml.size()) {
+      ssize_t w = write(fd, yaml.data() + done, yaml.size() - done);
+      if (w < 0 && errno == EINTR) continue;
+      if (w <= 0) {
+        close(fd);
+        throw Fatal("--save " + f.save + ": cannot write: " + std::strerror(errno));
+      }
+      done += static_cast<size_t>(w);
+    }
+    close(fd);
+    for (const auto& kv : f.run.env)
+      if (is_secret_name(kv.substr(0, kv.find('='))))
+        std::fprintf(stderr,
+                     "nodus: --save left out -e %s (a secret): give it with -e when you "
+                     "run the file\n",
+                     kv.substr(0, kv.find('=')).c_str());
+    std::fprintf(stderr, "nodus: wrote %s (%zu runs); run it with nodus sweep -f %s\n",
+                 f.save.c_str(), p.cells.size(), f.save.c_str());
+  }
+
+  // Runs the planned cells of a sweep whose row says this process supervises it.
+  std::string execute(store::Store& store, store::SweepRecord& sweep, Plan& p, bool live) {
+    for (auto& c : p.cells)
+      if (!c.done)
+        c.job.name = (sweep.name.empty() ? "s" + std::to_string(sweep.id) : sweep.name) + "-" +
+                     std::to_string(c.index + 1);
+    engine::SignalWatch signals;
+    engine::SweepProgress progress(sweep_label(sweep), live, live && use_color(2));
+    engine::SweepRunner runner(store, signals, progress);
+    engine::SweepSettings settings;
+    settings.parallel = p.parallel;
+    settings.budget = p.budget;
+    settings.inventory = p.inventory ? &*p.inventory : nullptr;
+    settings.stop_early = f.stop_early;
+    settings.throughput_metric = f.run.throughput;
+    if (auto w = telemetry::parse_warmup(f.run.warmup)) settings.warmup_s = w->seconds.value_or(0);
+    std::string state = runner.run(sweep, p.cells, settings);
+    sweep.state = state;
+    sweep.ended_at = unix_now();
+    store.update_sweep(sweep);
+    return state;
+  }
+
+  // `sweep -d`: the sweep's row is written here, its supervisor (`nodus __supervise`, in a
+  // session of its own, the same process a detached `run` uses) plans and runs it.
+  int detach(store::Store& store, store::SweepRecord& sweep, const Plan& p, bool resumed) {
+    sweep.state = "starting";
+    sweep.ended_at.reset();
+    sweep.supervisor_pid = 0;
+    sweep.supervisor_start = 0;
+    if (resumed)
+      store.update_sweep(sweep);
+    else
+      sweep.id = store.insert_sweep(sweep);
+    engine::Ticket ticket;
+    ticket.sweep_id = sweep.id;
+    ticket.env = p.request.env;
+    if (p.inventory) ticket.inventory = *p.inventory;
+    auto spawned = value_or_throw(engine::spawn_supervisor(ticket));
+    std::string status = engine::read_status_line(spawned.status_fd);
+    close(spawned.status_fd);
+    if (status != "running") {
+      sweep.state = "failed";
+      sweep.ended_at = unix_now();
+      store.update_sweep(sweep);
+      if (status.rfind("error ", 0) == 0) {
+        std::string rest = status.substr(6);
+        int code = std::atoi(rest.c_str());
+        throw Fatal(rest.substr(rest.find(' ') + 1), code ? code : exit_code::kNodusError);
+      }
+      throw Fatal("the supervisor of sweep s" + std::to_string(sweep.id) +
+                  " exited before starting it");
+    }
+    std::printf("s%lld\n", static_cast<long long>(sweep.id));
+    std::fprintf(stderr,
+                 "nodus: sweep s%lld runs in the background: nodus show s%lld, nodus logs s%lld, "
+                 "nodus wait s%lld, nodus stop s%lld\n",
+                 static_cast<long long>(sweep.id), static_cast<long long>(sweep.id),
+                 static_cast<long long>(sweep.id), static_cast<long long>(sweep.id),
+                 static_cast<long long>(sweep.id));
+    return 0;
+  }
+
+  void print_plan(const Plan& p, Format format) const {
     std::vector<Column> cols = {{"cell", "CELL", true}};
-    for (const auto& axis : grid.axes) cols.push_back({axis.name, axis.name});
+    // Values under their own axis's column, in the order the params were given (the cell's
+    // params JSON is an object, whose keys are sorted: not the columns' order).
+    for (const auto& axis : p.grid.axes) cols.push_back({axis.name, axis.name});
+    if (f.repeat > 1) cols.push_back({"repeat", "RUN", true});
     cols.push_back({"command", "COMMAND"});
     Table t(cols);
-    for (const auto& c : cells) {
-      std::vector<std::string> text = {std::to_string(c.index + 1)};
-      nlohmann::json raw = {{"cell", c.index + 1}, {"command", c.job.argv}};
-      for (const auto& [k, v] : c.job.params.items()) {
-        std::string s = v.is_string() ? v.get<std::string>() : v.dump();
-        text.push_back(s);
-        raw[k] = v;
+    const uint64_t grid_cells = sweep::cell_count(p.grid);
+    for (const auto& c : p.cells) {
+      auto slot = engine::cell_slot(c.index, grid_cells);
+      std::vector<std::string> text = {std::to_string(slot.grid_index + 1)};
+      nlohmann::json raw = {{"cell", slot.grid_index + 1}, {"command", c.job.argv}};
+      for (const auto& param : sweep::cell_at(p.grid, slot.grid_index).params) {
+        text.push_back(param.value);
+        raw[param.name] = c.job.params[param.name];
+      }
+      if (f.repeat > 1) {
+        text.push_back(std::to_string(slot.repeat + 1));
+        raw["repeat"] = slot.repeat + 1;
       }
       text.push_back(command_line(c.job.argv));
       t.add_row(text, raw);
@@ -259,6 +448,52 @@ struct SweepCommand {
 };
 
 }  // namespace
+
+int supervise_sweep(const engine::Ticket& ticket,
+                    const std::function<void(const std::string&)>& status) {
+  auto store = open_store();
+  auto found = store->sweep(ticket.sweep_id);
+  if (!found) {
+    status("error 125 sweep s" + std::to_string(ticket.sweep_id) + " not found");
+    return exit_code::kNodusError;
+  }
+  store::SweepRecord sweep = *found;
+  // What the sweep prints as it runs goes to its log (`nodus logs SWEEP`): the terminal it was
+  // started from may be gone.
+  std::string log = sweep_log_path(*store, sweep.id);
+  (void)ensure_private_folder(store->folder() + "/logs");  // no job may have made it yet
+  int fd = open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0600);
+  if (fd >= 0) {
+    dup2(fd, 2);
+    close(fd);
+  }
+  SweepCommand cmd;
+  restore_flags(cmd.f, sweep, &ticket.env);
+  Plan p = cmd.plan();
+  if (p.hash != sweep.definition_hash) {
+    status("error 125 sweep " + sweep_label(sweep) +
+           ": its definition does not plan the same cells");
+    return exit_code::kNodusError;
+  }
+  engine::mark_done(p.cells, store->sweep_cells(sweep.id));
+  sweep.state = "running";
+  sweep.ended_at.reset();
+  sweep.supervisor_pid = getpid();
+  sweep.supervisor_start = store::process_start_time(sweep.supervisor_pid);
+  store->update_sweep(sweep);
+  status("running");
+  std::fprintf(stderr, "nodus: sweep %s started in the background (pid %d): %zu runs\n",
+               sweep_label(sweep).c_str(), static_cast<int>(getpid()), p.cells.size());
+  std::string state = cmd.execute(*store, sweep, p, false);
+  std::fprintf(stderr, "nodus: sweep %s ended %s\n", sweep_label(sweep).c_str(), state.c_str());
+  return exit_for(state);
+}
+
+std::string sweep_log_path(store::Store& store, int64_t sweep_id) {
+  return store.folder() + "/logs/sweep-" + std::to_string(sweep_id) + ".log";
+}
+
+int sweep_exit_code(const std::string& state) { return exit_for(state); }
 
 Command add_sweep(CLI::App& app) {
   auto cmd = std::make_shared<SweepCommand>();
@@ -273,7 +508,8 @@ Command add_sweep(CLI::App& app) {
                 "nodus sweep --resume s3"});
   add_run_flags(sub, cmd->f.run);
   sub->add_option("-p,--param", cmd->f.params,
-                  "NAME=VALUES: 4,8,16 | 1..8 | 1..16:4 | 64..1024:x2 (repeatable)")
+                  "NAME=VALUES: 4,8,16 | 1..8 | 1..16:4 | 0.1..0.5:0.1 | 64..1024:x2 | "
+                  "1e-5..1e-2:log4 (repeatable)")
       ->type_name("NAME=VALUES")
       ->check(param_value());
   sub->add_option("--parallel", cmd->f.parallel,
@@ -289,10 +525,41 @@ Command add_sweep(CLI::App& app) {
   sub->add_option("--resume", cmd->f.resume, "rerun the cells of SWEEP that did not complete")
       ->type_name("SWEEP");
   sub->add_option("--sort", cmd->f.sort, "sort the table by this column")->type_name("COLUMN");
+  sub->add_flag("-d,--detach", cmd->f.detach,
+                "print the sweep id and return; a background supervisor runs the sweep");
+  sub->add_option("--sample", cmd->f.sample,
+                  "run N cells of the grid, picked at random (--seed) instead of every cell")
+      ->type_name("N")
+      ->check(CLI::Range(uint64_t{1}, uint64_t{100000}));
+  sub->add_option("--seed", cmd->f.seed, "the seed --sample picks cells with (default 1)")
+      ->type_name("N");
+  sub->add_option("--repeat", cmd->f.repeat,
+                  "run each cell N times, interleaved; the table shows mean ± sd")
+      ->type_name("N")
+      ->check(CLI::Range(1, 100));
+  sub->add_option("--stop-early", cmd->f.stop_early,
+                  "stop a running cell whose steady cost per sample is more than FACTOR times "
+                  "the best finished cell's (recorded as stopped early, with the money saved)")
+      ->type_name("FACTOR");
+  sub->add_option("-f,--file", cmd->f.file,
+                  "read the sweep from a spec file (YAML; flags given here win over it)")
+      ->type_name("FILE");
+  sub->add_option("--save", cmd->f.save,
+                  "write this command line as a spec file (for -f) and run nothing")
+      ->type_name("FILE");
+  sub->add_option("--objective", cmd->f.objective,
+                  "rank cells by NAME[:max|min]: throughput (default), cost_per_msample, wall, "
+                  "cost, or a metric the job reports (loss:min)")
+      ->type_name("NAME[:DIR]");
   add_format_flag(sub, cmd->f.format);
-  return {sub, [cmd] {
+  return {sub, [cmd, sub] {
             auto rest = job_command();
             if (!rest.empty()) cmd->f.run.command = rest;
+            if (!cmd->f.file.empty()) {
+              SweepSpec spec = spec_of(cmd->f);
+              apply_spec_file(cmd->f.file, *sub, cmd->f.run, &spec);
+              take_spec(cmd->f, spec);
+            }
             return (*cmd)();
           }};
 }

@@ -39,6 +39,7 @@ Command add_config(CLI::App& app);
 Command add_supervise(CLI::App& app);
 Command add_gpus(CLI::App& app);
 Command add_completion(CLI::App& app);
+Command add_wait(CLI::App& app);
 
 // Flags shared by `run` and `sweep`, as typed; to_request() validates them.
 struct RunFlags {

@@ -133,11 +133,19 @@ Table jobs_table(const std::vector<JobRecord>& jobs) {
       {{"exit_code", "EXIT", true},
        [](auto& j) { return j.exit_code ? std::to_string(*j.exit_code) : "-"; },
        [](auto& j) { return or_null(j.exit_code); }},
-      {{"sweep_id", "SWEEP", false, Show::kMachine},
-       nullptr,
+      {{"sweep_id", "SWEEP"},
+       // s3:2 is cell 2 of sweep 3 (`nodus logs s3:2`).
+       [](auto& j) {
+         return j.sweep_id ? "s" + std::to_string(*j.sweep_id) + ":" +
+                                 std::to_string(j.cell_index + 1)
+                           : std::string("-");
+       },
        [](auto& j) {
          return j.sweep_id ? nlohmann::json("s" + std::to_string(*j.sweep_id)) : nlohmann::json();
        }},
+      {{"cell", "CELL", true, Show::kMachine},
+       nullptr,
+       [](auto& j) { return j.sweep_id ? nlohmann::json(j.cell_index + 1) : nlohmann::json(); }},
       {{"command", "COMMAND"},
        [](auto& j) {
          std::string cmd = command_line(j.argv);

@@ -4,45 +4,142 @@
 #include "sweep/grid.h"
 
 namespace nodus::cli {
+namespace {
+
+// Fills a cell's figures from one run.
+struct RunFigures {
+  double wall_s = 0, gpu_seconds = 0, cost = 0;
+  std::optional<double> throughput, data_wait, util_mean, idle_usd, per_m;
+  std::optional<std::string> verdict;
+  std::map<std::string, double> metrics;
+};
+
+RunFigures figures_of(store::Store& store, const JobRecord& job) {
+  RunFigures f;
+  f.wall_s = wall_seconds(job);
+  f.gpu_seconds = job.gpu_seconds();
+  f.cost = job.cost;
+  if (auto stats = store.stats(job.id)) {
+    const auto& v = stats->values;
+    auto num = [&](const char* key) -> std::optional<double> {
+      if (v.contains(key) && v[key].is_number()) return v[key].get<double>();
+      return std::nullopt;
+    };
+    f.throughput = num("throughput");
+    f.data_wait = num("data_wait_share");
+    f.util_mean = num("util_mean");
+    f.idle_usd = num("idle_usd");
+    if (v.contains("verdict") && f.util_mean) f.verdict = v["verdict"].get<std::string>();
+  }
+  f.metrics = store.last_metrics(job.id);
+  return f;
+}
+
+std::optional<double> mean_opt(const std::vector<RunFigures>& runs,
+                               std::optional<double> RunFigures::*field) {
+  double sum = 0;
+  int n = 0;
+  for (const auto& r : runs)
+    if (r.*field) sum += *(r.*field), ++n;
+  if (n == 0) return std::nullopt;
+  return sum / n;
+}
+
+}  // namespace
 
 SweepResults load_sweep_results(store::Store& store, const store::SweepRecord& sweep) {
   SweepResults out;
   std::map<int, JobRecord> attempts;
   for (auto& job : store.sweep_cells(sweep.id)) attempts[job.cell_index] = job;
-  std::vector<sweep::Cell> grid_cells;
-  auto grid = sweep::parse_grid(sweep.definition.value("params", std::vector<std::string>{}));
-  if (grid) grid_cells = sweep::expand(*grid);
-  for (const auto& cell : grid_cells) {
+  const auto& d = sweep.definition;
+  auto grid = sweep::parse_grid(d.value("params", std::vector<std::string>{}));
+  if (!grid) return out;
+  const uint64_t total = sweep::cell_count(*grid);
+  std::vector<int> indices;
+  if (d.value("sample", uint64_t{0}) > 0)
+    indices = sweep::sample_cells(*grid, d["sample"].get<uint64_t>(), d.value("seed", uint64_t{1}));
+  else if (total <= sweep::kMaxCells)
+    for (uint64_t i = 0; i < total; ++i) indices.push_back(static_cast<int>(i));
+  const int repeat = d.value("repeat", 1);
+
+  for (int index : indices) {
+    sweep::Cell cell = sweep::cell_at(*grid, index);
     sweep::CellResult r;
     r.index = cell.index + 1;  // cells are numbered from 1 wherever users see them
     r.params = cell.params;
-    auto it = attempts.find(cell.index);
-    if (it == attempts.end()) {
-      r.state = sweep.state == "running" ? "pending" : "not run";
+    std::vector<JobRecord> jobs;
+    for (int k = 0; k < repeat; ++k) {
+      auto it = attempts.find(static_cast<int>(static_cast<uint64_t>(index) + k * total));
+      if (it != attempts.end()) jobs.push_back(it->second);
+    }
+    if (jobs.empty()) {
+      r.state = sweep.state == "running" || sweep.state == "starting" ? "pending" : "not run";
       out.cells.push_back(r);
       out.jobs.emplace_back();
       continue;
     }
-    const JobRecord& job = it->second;
-    r.state = std::string(to_string(job.state));
-    r.exit_code = job.exit_code;
-    r.wall_s = wall_seconds(job);
-    r.gpu_seconds = job.gpu_seconds();
-    r.cost = job.cost;
-    if (auto stats = store.stats(job.id)) {
-      const auto& v = stats->values;
-      auto num = [&](const char* key) -> std::optional<double> {
-        if (v.contains(key) && v[key].is_number()) return v[key].get<double>();
-        return std::nullopt;
-      };
-      r.throughput = num("throughput");
-      r.data_wait = num("data_wait_share");
-      r.util_mean = num("util_mean");
-      r.idle_usd = num("idle_usd");
-      if (v.contains("verdict") && r.util_mean) r.verdict = v["verdict"].get<std::string>();
+    // The cell's state: completed when every run completed; else a run still going, else the
+    // first run that did not complete, else (runs missing) pending / not run.
+    std::vector<JobRecord> done;
+    std::optional<JobRecord> active, bad;
+    for (const auto& job : jobs) {
+      r.job_ids.push_back(job.id);
+      if (job.state == JobState::kCompleted)
+        done.push_back(job);
+      else if (!is_final(job.state) && !active)
+        active = job;
+      else if (is_final(job.state) && !bad)
+        bad = job;
+    }
+    const JobRecord& shown = active ? *active : bad ? *bad : jobs.back();
+    if (active || bad)
+      r.state = std::string(to_string(shown.state));
+    else if (static_cast<int>(done.size()) < repeat)
+      r.state = sweep.state == "running" ? "pending" : "not run";
+    else
+      r.state = "completed";
+    r.exit_code = shown.exit_code;
+    if (shown.state == JobState::kStopped) {
+      if (auto stats = store.stats(shown.id); stats && stats->values.contains("stopped_early")) {
+        r.state = "stopped-early";
+        ++out.stopped_early;
+        out.saved_usd += stats->values["stopped_early"].value("saved_usd", 0.0);
+      }
+    }
+    // Figures: the completed runs' means (every run's when none completed).
+    std::vector<RunFigures> runs;
+    for (const auto& job : done.empty() ? jobs : done) runs.push_back(figures_of(store, job));
+    r.runs = static_cast<int>(runs.size());
+    double wall = 0, gpu = 0, cost = 0;
+    for (const auto& f : runs) wall += f.wall_s, gpu += f.gpu_seconds, cost += f.cost;
+    r.wall_s = wall / r.runs;
+    r.gpu_seconds = gpu / r.runs;
+    r.cost = cost / r.runs;
+    r.throughput = mean_opt(runs, &RunFigures::throughput);
+    r.data_wait = mean_opt(runs, &RunFigures::data_wait);
+    r.util_mean = mean_opt(runs, &RunFigures::util_mean);
+    r.idle_usd = mean_opt(runs, &RunFigures::idle_usd);
+    r.verdict = runs.back().verdict;
+    std::map<std::string, std::vector<double>> metric_runs;
+    for (const auto& f : runs)
+      for (const auto& [name, v] : f.metrics) metric_runs[name].push_back(v);
+    for (const auto& [name, vs] : metric_runs) {
+      double sum = 0;
+      for (double v : vs) sum += v;
+      r.metrics[name] = sum / static_cast<double>(vs.size());
+    }
+    if (r.runs > 1) {
+      for (const auto& f : runs) {
+        r.samples["wall_s"].push_back(f.wall_s);
+        r.samples["cost_usd"].push_back(f.cost);
+        if (f.throughput) r.samples["throughput"].push_back(*f.throughput);
+        if (f.throughput && *f.throughput > 0 && f.wall_s > 0)
+          r.samples["usd_per_million_samples"].push_back(f.cost / (*f.throughput * f.wall_s) * 1e6);
+      }
+      for (const auto& [name, vs] : metric_runs) r.samples["metric:" + name] = vs;
     }
     out.cells.push_back(r);
-    out.jobs.emplace_back(job);
+    out.jobs.emplace_back(shown);
   }
   out.total_cost = store.sweep_spent(sweep.id);  // every attempt, retried and resumed ones too
   return out;

@@ -13,6 +13,8 @@ struct SweepResults {
   std::vector<sweep::CellResult> cells;
   std::vector<std::optional<JobRecord>> jobs;  // beside cells; empty for cells never run
   double total_cost = 0;
+  int stopped_early = 0;  // cells --stop-early stopped
+  double saved_usd = 0;   // what finishing them would have cost, by their estimate
 };
 
 SweepResults load_sweep_results(store::Store& store, const store::SweepRecord& sweep);

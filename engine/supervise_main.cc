@@ -53,7 +53,7 @@ Acquired claim_gpus(store::Store& store, JobRecord& job, const Ticket& ticket, S
 
 }  // namespace
 
-int supervise_main() {
+int supervise_main(const SweepMain& sweep) {
   std::string text((std::istreambuf_iterator<char>(std::cin)), std::istreambuf_iterator<char>());
   Ticket ticket = Ticket::from_json(text);
   // Whoever started us may stop reading the status line (a sweep does not wait for it).
@@ -66,8 +66,18 @@ int supervise_main() {
     prctl(PR_SET_PDEATHSIG, SIGTERM);
     if (getppid() != ticket.parent_pid) return exit_code::kNodusError;
   }
-  SignalWatch signals;
   StatusWriter status;
+  if (ticket.sweep_id != 0) {
+    try {
+      return sweep(ticket, [&status](const std::string& line) {
+        status.send(parse_status_line(line));
+      });
+    } catch (const Fatal& e) {
+      status.error(e.code(), e.what());
+      return e.code();
+    }
+  }
+  SignalWatch signals;
   auto store = store::Store::open(store::Store::default_path());
   auto found = store->job(ticket.job_id);
   if (!found) {

@@ -21,10 +21,13 @@ std::string Ticket::to_json() const {
   nlohmann::json gpus = nlohmann::json::array();
   for (const auto& g : inventory.gpus)
     gpus.push_back({{"index", g.index}, {"type", g.type}, {"name", g.name}, {"uuid", g.uuid}});
-  return nlohmann::json{
-      {"job_id", job_id},         {"env", env},
-      {"no_wait", no_wait},       {"sweep_cell", sweep_cell},
-      {"parent_pid", parent_pid}, {"inventory", {{"gpus", gpus}, {"source", inventory.source}}}}
+  return nlohmann::json{{"job_id", job_id},
+                        {"sweep_id", sweep_id},
+                        {"env", env},
+                        {"no_wait", no_wait},
+                        {"sweep_cell", sweep_cell},
+                        {"parent_pid", parent_pid},
+                        {"inventory", {{"gpus", gpus}, {"source", inventory.source}}}}
       .dump();
 }
 
@@ -32,6 +35,7 @@ Ticket Ticket::from_json(const std::string& text) {
   auto j = nlohmann::json::parse(text);
   Ticket t;
   t.job_id = j.at("job_id").get<int64_t>();
+  t.sweep_id = j.value("sweep_id", int64_t{0});
   t.env = j.value("env", std::map<std::string, std::string>{});
   t.no_wait = j.value("no_wait", false);
   t.sweep_cell = j.value("sweep_cell", false);

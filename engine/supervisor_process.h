@@ -16,6 +16,7 @@ namespace nodus::engine {
 
 struct Ticket {
   int64_t job_id = 0;
+  int64_t sweep_id = 0;  // set: supervise this sweep (`sweep -d`) instead of one job
   std::map<std::string, std::string> env;
   bool no_wait = false;
   bool sweep_cell = false;  // dies with its sweep (PR_SET_PDEATHSIG) instead of a new session

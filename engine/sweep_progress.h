@@ -1,8 +1,11 @@
 #pragma once
-// What a running sweep shows on stderr: on a terminal, a line per cell (state, elapsed, cost so
-// far) and the total against the budget, redrawn in place; otherwise plain log lines, one per
-// change. Colors only on a terminal without NO_COLOR.
+// What a running sweep shows on stderr: on a terminal, a head line (elapsed, money spent against
+// the budget, an ETA), a line per cell (state, elapsed, cost so far), redrawn in place and never
+// taller than the terminal: when the cells do not fit, finished cells fold into one summary line
+// and pending ones into a count, so the view stays one screen (no copies in the scrollback).
+// Otherwise plain log lines, one per change. Colors only on a terminal without NO_COLOR.
 
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -27,6 +30,10 @@ class SweepProgress {
 
   bool live() const { return live_; }
 
+  // The live view's lines for a terminal of `height` rows and `width` columns at time `now`
+  // (at most height - 1 lines, none wider than width, so the cursor stays on screen).
+  std::vector<std::string> frame(int height, int width, double now) const;
+
  private:
   struct Row {
     std::string label;
@@ -44,6 +51,9 @@ class SweepProgress {
   bool live_;
   bool color_;
   std::vector<Row> rows_;
+  std::map<int, size_t> row_of_;  // PlannedCell::index -> position in rows_
+  double began_at_ = 0;
+  Row& row(const PlannedCell& cell);
   std::optional<double> budget_;
   double spent_ = 0;
   int drawn_lines_ = 0;

@@ -9,11 +9,14 @@
 #include <csignal>
 #include <cstring>
 
+#include "core/cost.h"
 #include "core/error.h"
+#include "core/parse.h"
 #include "core/pidfd.h"
 #include "engine/cell_order.h"
 #include "engine/signals.h"
 #include "engine/supervisor_process.h"
+#include "engine/sweep_losers.h"
 #include "engine/sweep_progress.h"
 #include "engine/sweep_scheduler.h"
 
@@ -24,7 +27,71 @@ struct Running {
   size_t cell = 0;
   pid_t pid = -1;
   int pidfd = -1;
+  std::optional<LoserVerdict> loser;  // --stop-early sent it SIGTERM
 };
+
+double usd_per_s(const JobRecord& job) {
+  return usd_per_second(job.gpu_count, job.rate_per_gpu_hour);
+}
+
+// --stop-early: judges each running cell past its warm-up against the best finished cell and
+// stops those clearly worse (their supervisors record the stop; the runner adds why).
+void stop_losers(store::Store& store, const std::vector<PlannedCell>& cells,
+                 std::vector<Running>& running, const SweepSettings& settings) {
+  std::optional<double> best;
+  std::string best_label;
+  double best_work = 0;  // samples the best cell did in its steady state and beyond
+  for (const auto& c : cells) {
+    if (c.job.id == 0 || c.job.state != JobState::kCompleted) continue;
+    auto stats = store.stats(c.job.id);
+    if (!stats || !stats->values.contains("throughput") || !stats->values["throughput"].is_number())
+      continue;
+    double thr = stats->values["throughput"].get<double>();
+    if (thr <= 0) continue;
+    double ps = per_sample(usd_per_s(c.job), thr);
+    if (!best || ps < *best) {
+      best = ps;
+      best_label = c.label;
+      best_work =
+          c.job.started_at && c.job.ended_at ? thr * (*c.job.ended_at - *c.job.started_at) : 0;
+    }
+  }
+  if (!best) return;
+  for (auto& r : running) {
+    if (r.loser) continue;
+    const JobRecord& job = cells[r.cell].job;
+    auto thr =
+        steady_throughput(store.metrics(job.id), settings.throughput_metric, settings.warmup_s);
+    if (!thr) continue;
+    auto verdict = judge_running_cell(per_sample(usd_per_s(job), *thr), *best, *settings.stop_early,
+                                      best_label);
+    if (!verdict) continue;
+    double elapsed = job.started_at ? unix_now() - *job.started_at : 0;
+    verdict->saved_s = remaining_seconds(best_work, *thr, elapsed);
+    r.loser = verdict;
+    ::kill(r.pid, SIGTERM);
+  }
+}
+
+// Records why a loser stopped and what finishing would have cost: the best cell's work at the
+// loser's own pace (LoserVerdict::saved_s) at its rate, never more than its worst case left.
+void record_loser(store::Store& store, PlannedCell& cell, const LoserVerdict& verdict) {
+  JobRecord& job = cell.job;
+  double saved = usd_per_s(job) * verdict.saved_s;
+  auto worst = worst_case_cost(job.gpu_count, job.rate_per_gpu_hour, job.max_cost, job.timeout_ms,
+                               job.grace_ms);
+  if (worst) saved = std::min(saved, std::max(0.0, *worst - job.cost));
+  job.note = verdict.note + "; finishing the best cell's work at its pace would have taken about " +
+             format_duration(Millis(static_cast<long long>(verdict.saved_s * 1000))) + " and " +
+             format_usd(saved) + " more";
+  store.update_job(job);
+  store::JobStats stats;
+  stats.job_id = job.id;
+  stats.values["stopped_early"] = {
+      {"ratio", verdict.ratio}, {"saved_usd", saved}, {"saved_s", verdict.saved_s}};
+  store.put_stats(stats);
+  cell.stopped_early = true;
+}
 
 }  // namespace
 
@@ -83,7 +150,7 @@ class CellLauncher : public SweepScheduler::Launcher {
       throw Fatal(spawned.error());
     }
     close(spawned->status_fd);
-    running.push_back({index, spawned->pid, pidfd_open(spawned->pid)});
+    running.push_back({index, spawned->pid, pidfd_open(spawned->pid), std::nullopt});
     progress_.cell_started(cell, job);
     return Outcome::kStarted;
   }
@@ -147,7 +214,7 @@ std::string SweepRunner::run(store::SweepRecord& sweep, std::vector<PlannedCell>
     std::vector<pollfd> fds;
     fds.push_back({signals_.fd(), POLLIN, 0});
     for (const auto& r : running) fds.push_back({r.pidfd, POLLIN, 0});
-    int timeout = progress_.live() ? 1000 : -1;
+    int timeout = progress_.live() || settings.stop_early ? 1000 : -1;
     if (waiting_for_gpus) timeout = 250;
     int n = ::poll(fds.data(), fds.size(), timeout);
     if (n < 0 && errno != EINTR) throw Fatal(std::string("poll: ") + std::strerror(errno));
@@ -173,10 +240,12 @@ std::string SweepRunner::run(store::SweepRecord& sweep, std::vector<PlannedCell>
       store_.release_gpus(cell.job.id);  // in case its supervisor died before releasing them
       store_.reconcile_dead_supervisors();
       if (auto fresh = store_.job(cell.job.id)) cell.job = *fresh;
+      if (it->loser && cell.job.state == JobState::kStopped) record_loser(store_, cell, *it->loser);
       scheduler.ended(it->cell, cell.job.cost);
       progress_.cell_ended(cell, cell.job);
       running.erase(it);
     }
+    if (settings.stop_early && !scheduler.stopped()) stop_losers(store_, cells, running, settings);
     progress_.tick(cells, scheduler.ledger().spent());
   }
   progress_.end();
@@ -191,7 +260,9 @@ std::string SweepRunner::run(store::SweepRecord& sweep, std::vector<PlannedCell>
   }
 
   std::vector<JobState> states;
-  for (const auto& c : cells) states.push_back(c.done ? JobState::kCompleted : c.job.state);
+  // A loser stopped early did what was asked of it: it does not fail the sweep.
+  for (const auto& c : cells)
+    states.push_back(c.done || c.stopped_early ? JobState::kCompleted : c.job.state);
   return sweep_outcome(scheduler.stopped(), scheduler.skipped_for_budget(), states);
 }
 

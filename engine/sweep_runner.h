@@ -26,12 +26,17 @@ struct PlannedCell {
   std::map<std::string, std::string> env;  // the cell's full --env plus NODUS_PARAM_*, unredacted
   bool done = false;                       // completed in an earlier run (--resume)
   bool skipped = false;                    // could not start within the budget
+  bool stopped_early = false;              // --stop-early stopped it (a loser, not a failure)
 };
 
 struct SweepSettings {
   int parallel = 1;
   std::optional<double> budget;
   const Inventory* inventory = nullptr;  // local backend with GPUs
+  // --stop-early FACTOR (engine/sweep_losers.h): the cells' throughput metric and warm-up.
+  std::optional<double> stop_early;
+  std::string throughput_metric = "samples_per_sec";
+  double warmup_s = 5;
 };
 
 class SweepRunner {

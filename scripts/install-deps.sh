@@ -8,12 +8,12 @@
 set -euo pipefail
 profile=${1:-build}
 pkgs=(g++ cmake ninja-build pkg-config libcurl4-openssl-dev nlohmann-json3-dev libcli11-dev
-      libboost1.81-dev libsqlite3-dev libre2-dev libgtest-dev libgmock-dev help2man)
+      libboost1.81-dev libsqlite3-dev libre2-dev libyaml-cpp-dev libgtest-dev libgmock-dev help2man)
 case "$profile" in
   build) ;;
   demo) pkgs+=(python3-torch) ;;
   test)
-    pkgs+=(python3-torch chromium procps clang-format shellcheck curl slurm-wlm slurmrestd munge
+    pkgs+=(python3-torch chromium procps clang-format shellcheck tmux curl slurm-wlm slurmrestd munge
            slurm-wlm-jwt-plugin slurmdbd mariadb-server) ;;
   *) echo "install-deps.sh: unknown profile '$profile': expected build, demo or test" >&2; exit 2 ;;
 esac

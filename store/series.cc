@@ -4,6 +4,7 @@
 // failing the batch: NULL would break NOT NULL and inf would break JSON output later.
 
 #include <cmath>
+#include <map>
 
 #include "store/impl.h"
 #include "store/job_rows.h"
@@ -89,6 +90,18 @@ std::vector<MetricPoint> Store::metrics(int64_t job_id) {
   stmt.bind(1, job_id);
   std::vector<MetricPoint> out;
   while (stmt.step()) out.push_back({stmt.f64(0), stmt.text(1), stmt.f64(2)});
+  return out;
+}
+
+std::map<std::string, double> Store::last_metrics(int64_t job_id) {
+  auto lock = impl_->lock();
+  // The newest point of each name: the latest time, the last written among equal times.
+  auto stmt = impl_->db.prepare(
+      "SELECT name, value FROM metrics m WHERE job_id = ?1 AND rowid = (SELECT rowid FROM metrics "
+      "WHERE job_id = ?1 AND name = m.name ORDER BY t DESC, rowid DESC LIMIT 1)");
+  stmt.bind(1, job_id);
+  std::map<std::string, double> out;
+  while (stmt.step()) out[stmt.text(0)] = stmt.f64(1);
   return out;
 }
 

@@ -8,6 +8,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -114,6 +115,8 @@ class Store {
   // time or required value is NaN or infinite are dropped)
   void add_metrics(int64_t job_id, const std::vector<MetricPoint>& points);
   std::vector<MetricPoint> metrics(int64_t job_id);
+  // The newest value of each metric the job reported (sweep tables rank and show them).
+  std::map<std::string, double> last_metrics(int64_t job_id);
   void add_gpu_samples(int64_t job_id, const std::vector<GpuSample>& samples);
   std::vector<GpuSample> gpu_samples(int64_t job_id);
   void add_host_samples(int64_t job_id, const std::vector<HostSample>& samples);

@@ -1,6 +1,7 @@
 #include "sweep/compare.h"
 
 #include <algorithm>
+#include <boost/math/distributions/students_t.hpp>
 #include <cmath>
 #include <cstdio>
 #include <numeric>
@@ -68,6 +69,8 @@ bool value_less(const nlohmann::json& a, const nlohmann::json& b, bool descendin
 struct Layout {
   std::vector<Column> columns;
   std::vector<std::string> param_keys;
+  std::vector<std::pair<std::string, std::string>> metric_keys;  // (metric name, column key)
+  bool repeated = false;
 };
 
 Layout layout_for(const std::vector<CellResult>& cells) {
@@ -75,17 +78,27 @@ Layout layout_for(const std::vector<CellResult>& cells) {
                                                "exit_code", "wall_s",     "gpu_seconds",
                                                "cost_usd",  "throughput", "usd_per_million_samples",
                                                "data_wait", "util_mean",  "idle_usd",
-                                               "verdict",   "best",       "schema_version"};
+                                               "verdict",   "best",       "schema_version",
+                                               "job_id",    "job_ids",    "runs"};
   Layout l;
+  std::set<std::string> metric_names;
+  for (const auto& c : cells) {
+    l.repeated |= c.runs > 1;
+    for (const auto& [name, v] : c.metrics) metric_names.insert(name);
+  }
+  std::set<std::string> taken = kFixed;
   l.columns.push_back({"cell", "CELL", true});
   if (!cells.empty()) {
     for (const auto& p : cells.front().params) {
       std::string key = kFixed.count(p.name) ? "param_" + p.name : p.name;
       l.param_keys.push_back(key);
+      taken.insert(key);
       l.columns.push_back({key, p.name, false});
     }
   }
   l.columns.push_back({"status", "STATUS"});
+  l.columns.push_back({"job_id", "JOB", true});
+  if (l.repeated) l.columns.push_back({"runs", "RUNS", true});
   l.columns.push_back({"wall_s", "WALL", true});
   l.columns.push_back({"cost_usd", "COST", true});
   l.columns.push_back({"throughput", "THROUGHPUT", true});
@@ -95,6 +108,15 @@ Layout layout_for(const std::vector<CellResult>& cells) {
   l.columns.push_back({"util_mean", "UTIL %", true, Show::kIfAny});
   l.columns.push_back({"idle_usd", "IDLE $", true, Show::kIfAny});
   l.columns.push_back({"verdict", "VERDICT", false, Show::kIfAny});
+  // One column per metric the sweep's jobs reported (docs/output.md).
+  for (const auto& name : metric_names) {
+    std::string key =
+        taken.count(name) || (name.size() > 3 && name.substr(name.size() - 3) == "_sd")
+            ? "metric_" + name
+            : name;
+    l.metric_keys.push_back({name, key});
+    l.columns.push_back({key, name, true});
+  }
   l.columns.push_back({"gpu_seconds", "GPU-S", true, Show::kMachine});
   l.columns.push_back({"exit_code", "EXIT", true, Show::kMachine});
   l.columns.push_back({"params", "PARAMS", false, Show::kMachine});
@@ -109,70 +131,246 @@ std::optional<double> usd_per_million_samples(const CellResult& c) {
   return c.cost / (*c.throughput * c.wall_s) * 1e6;
 }
 
-std::optional<size_t> best_cell(const std::vector<CellResult>& cells) {
-  std::optional<size_t> best;
-  for (size_t i = 0; i < cells.size(); ++i) {
-    const auto& c = cells[i];
-    if (!comparable(c)) continue;
-    if (!best) {
-      best = i;
-      continue;
-    }
-    const auto& b = cells[*best];
-    double cc = cost_per_sample(c), cb = cost_per_sample(b);
-    if (cc < cb || (cc == cb && (*c.throughput > *b.throughput ||
-                                 (*c.throughput == *b.throughput && c.index < b.index))))
-      best = i;
+Result<Objective> parse_objective(std::string_view text) {
+  Objective o;
+  if (text.empty()) return o;
+  auto colon = text.rfind(':');
+  std::string name(text.substr(0, colon));
+  std::string dir = colon == std::string_view::npos ? "" : std::string(text.substr(colon + 1));
+  if (!is_param_name(name) && name.find_first_of(".-/") == std::string::npos)
+    return Error::permanent("--objective '" + std::string(text) +
+                            "': expected NAME[:max|min], NAME a metric the job reports or "
+                            "throughput, cost_per_msample, wall, cost");
+  o.name = name;
+  if (dir == "max" || dir == "min") {
+    o.maximize = dir == "max";
+  } else if (!dir.empty()) {
+    return Error::permanent("--objective '" + std::string(text) + "': invalid direction '" + dir +
+                            "': expected max or min");
+  } else if (name == "throughput") {
+    o.maximize = true;
+  } else if (name == "cost_per_msample" || name == "wall" || name == "cost") {
+    o.maximize = false;
+  } else {
+    return Error::permanent("--objective '" + std::string(text) + "': say " + name + ":max or " +
+                            name + ":min (nodus does not guess which way a metric is better)");
   }
-  return best;
+  return o;
 }
 
-std::string summary_sentence(const std::vector<CellResult>& cells) {
-  auto best = best_cell(cells);
-  if (!best) return "";
+namespace {
+
+std::string sample_key(const Objective& o) {
+  if (o.name == "throughput") return "throughput";
+  if (o.name == "cost_per_msample") return "usd_per_million_samples";
+  if (o.name == "wall") return "wall_s";
+  if (o.name == "cost") return "cost_usd";
+  return "metric:" + o.name;
+}
+
+std::vector<double> objective_runs(const CellResult& c, const Objective& o) {
+  auto it = c.samples.find(sample_key(o));
+  if (it != c.samples.end() && !it->second.empty()) return it->second;
+  if (auto v = objective_value(c, o)) return {*v};
+  return {};
+}
+
+bool qualifies(const CellResult& c, const Objective& o) {
+  return c.state == "completed" && objective_value(c, o).has_value();
+}
+
+double mean_of(const std::vector<double>& v) {
+  return std::accumulate(v.begin(), v.end(), 0.0) / static_cast<double>(v.size());
+}
+
+double sd_of(const std::vector<double>& v) {
+  if (v.size() < 2) return 0;
+  double m = mean_of(v), ss = 0;
+  for (double x : v) ss += (x - m) * (x - m);
+  return std::sqrt(ss / static_cast<double>(v.size() - 1));
+}
+
+std::string label_against(const CellResult& a, const CellResult& b) {
+  std::vector<Param> ap;
+  for (size_t k = 0; k < a.params.size() && k < b.params.size(); ++k)
+    if (a.params[k].value != b.params[k].value) ap.push_back(a.params[k]);
+  return ap.empty() ? "cell " + std::to_string(a.index) : cell_label(ap);
+}
+
+std::string figure(double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.4g", v);
+  return buf;
+}
+
+std::string p_text(double p) {
+  char buf[64];
+  if (p < 0.001)
+    std::snprintf(buf, sizeof buf, "p < 0.001");
+  else
+    std::snprintf(buf, sizeof buf, "p = %.2g", p);
+  return buf;
+}
+
+}  // namespace
+
+std::optional<double> objective_value(const CellResult& c, const Objective& o) {
+  if (o.name == "throughput") return c.throughput;
+  if (o.name == "cost_per_msample") return usd_per_million_samples(c);
+  if (o.name == "wall") return c.wall_s > 0 ? std::optional<double>(c.wall_s) : std::nullopt;
+  if (o.name == "cost") return c.cost;
+  auto it = c.metrics.find(o.name);
+  if (it == c.metrics.end()) return std::nullopt;
+  return it->second;
+}
+
+std::optional<Welch> welch_test(const std::vector<double>& a, const std::vector<double>& b) {
+  if (a.size() < 2 || b.size() < 2) return std::nullopt;
+  const double na = static_cast<double>(a.size()), nb = static_cast<double>(b.size());
+  const double va = sd_of(a) * sd_of(a) / na, vb = sd_of(b) * sd_of(b) / nb;
+  const double diff = mean_of(a) - mean_of(b);
+  Welch w;
+  if (va + vb == 0) {  // no spread at all: equal means are a tie, different ones are not
+    w.t = diff == 0 ? 0 : std::copysign(INFINITY, diff);
+    w.df = na + nb - 2;
+    w.p = diff == 0 ? 1 : 0;
+    return w;
+  }
+  w.t = diff / std::sqrt(va + vb);
+  w.df = (va + vb) * (va + vb) / (va * va / (na - 1) + vb * vb / (nb - 1));
+  boost::math::students_t dist(w.df);
+  w.p = 2 * boost::math::cdf(boost::math::complement(dist, std::fabs(w.t)));
+  return w;
+}
+
+Ranking rank_cells(const std::vector<CellResult>& cells, const Objective& o) {
+  std::vector<size_t> order;
+  for (size_t i = 0; i < cells.size(); ++i)
+    if (qualifies(cells[i], o)) order.push_back(i);
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    double x = *objective_value(cells[a], o), y = *objective_value(cells[b], o);
+    if (x != y) return o.maximize ? x > y : x < y;
+    return cells[a].index < cells[b].index;
+  });
+  Ranking r;
+  if (order.empty()) return r;
+  r.top = order[0];
+  if (order.size() < 2) {
+    r.best = order[0];
+    return r;
+  }
+  r.runner_up = order[1];
+  const CellResult& b = cells[order[0]];
+  const CellResult& u = cells[order[1]];
+  r.welch = welch_test(objective_runs(b, o), objective_runs(u, o));
+  if (r.welch) {
+    r.tie = !(r.welch->p < 0.05);
+  } else {
+    double x = *objective_value(b, o), y = *objective_value(u, o);
+    double scale = std::max(std::fabs(x), std::fabs(y));
+    r.tie = scale == 0 || std::fabs(x - y) / scale < kSingleRunMargin;
+  }
+  if (!r.tie) r.best = order[0];
+  return r;
+}
+
+std::optional<size_t> best_cell(const std::vector<CellResult>& cells, const Objective& o) {
+  return rank_cells(cells, o).best;
+}
+
+std::string summary_sentence(const std::vector<CellResult>& cells, const Objective& o) {
+  Ranking r = rank_cells(cells, o);
+  if (!r.top || !r.runner_up) return "";
+  const CellResult& b = cells[*r.top];
+  const CellResult& u = cells[*r.runner_up];
+  auto runs_text = [&] {
+    return b.runs == u.runs ? std::to_string(b.runs) + " runs each"
+                            : std::to_string(b.runs) + " and " + std::to_string(u.runs) + " runs";
+  };
+  auto with_sd = [&](const CellResult& c) {
+    auto v = objective_runs(c, o);
+    std::string s = figure(mean_of(v));
+    if (v.size() > 1) s += " ± " + figure(sd_of(v));
+    return s;
+  };
+  if (r.tie) {
+    std::string out = "no best cell: " + label_against(b, u) + " and " + label_against(u, b) +
+                      " are not distinguishable on " + o.name + " (" + with_sd(b) + " vs " +
+                      with_sd(u);
+    if (r.welch)
+      return out + "; Welch's t-test " + p_text(r.welch->p) + " over " + runs_text() + ")";
+    return out + ", within " + fixed(kSingleRunMargin * 100, 0) +
+           "% with one run each); --repeat 3 tells a difference from noise";
+  }
+  std::string test = r.welch ? " (against the runner-up " + label_against(u, b) + ": " +
+                                   with_sd(b) + " vs " + with_sd(u) + ", Welch's t-test " +
+                                   p_text(r.welch->p) + " over " + runs_text() + ")"
+                             : "";
+  if (o.name != "throughput" || !o.maximize)
+    return label_against(b, u) + ": the best " + o.text() + " (" + with_sd(b) + "; runner-up " +
+           label_against(u, b) + ": " + with_sd(u) + ")" +
+           (r.welch ? ", Welch's t-test " + p_text(r.welch->p) + " over " + runs_text() : "");
+
+  // Throughput: the best against the slowest other completed cell, and what a sample costs.
   std::optional<size_t> slow;
   for (size_t i = 0; i < cells.size(); ++i) {
-    if (i == *best || !comparable(cells[i])) continue;
+    if (i == *r.top || !qualifies(cells[i], o)) continue;
     const auto& c = cells[i];
     if (!slow || *c.throughput < *cells[*slow].throughput ||
         (*c.throughput == *cells[*slow].throughput && c.index < cells[*slow].index))
       slow = i;
   }
-  if (!slow) return "";
-  const CellResult& b = cells[*best];
   const CellResult& s = cells[*slow];
-
-  std::vector<Param> bp, sp;
-  for (size_t k = 0; k < b.params.size() && k < s.params.size(); ++k) {
-    if (b.params[k].value == s.params[k].value) continue;
-    bp.push_back(b.params[k]);
-    sp.push_back(s.params[k]);
-  }
-  std::string b_label = bp.empty() ? "cell " + std::to_string(b.index) : cell_label(bp);
-  std::string s_label = sp.empty() ? "cell " + std::to_string(s.index) : cell_label(sp);
-
-  std::string out = b_label + ": " + format_ratio(*b.throughput / *s.throughput) +
-                    "x the throughput of " + s_label;
-  if (cost_per_sample(s) > 0)
+  std::string out = label_against(b, s) + ": " + format_ratio(*b.throughput / *s.throughput) +
+                    "x the throughput of " + label_against(s, b);
+  if (comparable(s) && comparable(b) && cost_per_sample(s) > 0)
     out += " at " + format_ratio(cost_per_sample(b) / cost_per_sample(s)) + "x the cost per sample";
-  return out;
+  return out + test;
 }
 
 Result<Table> compare_table(const std::vector<CellResult>& cells, const CompareOptions& options) {
   Layout l = layout_for(cells);
-  if (!options.sort.empty()) {
-    bool known = false;
-    std::string keys;
-    for (const auto& col : l.columns) {
-      if (col.key == "params") continue;  // an object: nothing to order by
-      known |= col.key == options.sort;
-      keys += (keys.empty() ? "" : ", ") + col.key;
-    }
-    if (!known)
-      return Error::permanent("--sort: unknown column '" + options.sort + "': expected one of " +
-                              keys);
-  }
-  auto best = best_cell(cells);
+  auto known_key = [&](const std::string& key) {
+    for (const auto& col : l.columns)
+      if (col.key == key) return true;
+    return false;
+  };
+  // params is an object: nothing to order by.
+  auto sortable = [&](const std::string& key) { return key != "params" && known_key(key); };
+  auto sort_keys = [&] {
+    std::string out;
+    for (const auto& col : l.columns)
+      if (col.key != "params") out += (out.empty() ? "" : ", ") + col.key;
+    return out;
+  };
+  auto keys = [&] {
+    std::string out;
+    for (const auto& col : l.columns) out += (out.empty() ? "" : ", ") + col.key;
+    return out;
+  };
+  if (!options.sort.empty() && !sortable(options.sort))
+    return Error::permanent("--sort: unknown column '" + options.sort + "': expected one of " +
+                            sort_keys());
+  for (const auto& key : options.columns)
+    if (!known_key(key))
+      return Error::permanent("--columns: unknown column '" + key + "': expected one of " + keys());
+  auto best = best_cell(cells, options.objective);
+
+  // "mean ± sd" for a repeated cell's figure, else the figure.
+  auto shown = [](const CellResult& c, const std::string& key, const std::string& mean_text,
+                  std::string (*format)(double)) {
+    auto it = c.samples.find(key);
+    if (c.runs < 2 || it == c.samples.end() || it->second.size() < 2) return mean_text;
+    return mean_text + " ± " + format(sd_of(it->second));
+  };
+  auto put_sd = [&](nlohmann::json& j, const CellResult& c, const std::string& sample,
+                    const std::string& key) {
+    if (!l.repeated) return;
+    auto it = c.samples.find(sample);
+    j[key + "_sd"] = it != c.samples.end() && it->second.size() > 1
+                         ? nlohmann::json(sd_of(it->second))
+                         : nlohmann::json();
+  };
 
   std::vector<std::vector<std::string>> text;
   std::vector<nlohmann::json> raw;
@@ -187,19 +385,33 @@ Result<Table> compare_table(const std::vector<CellResult>& cells, const CompareO
       j[l.param_keys[k]] = p ? j["params"][p->name] : nlohmann::json();
     }
     t.push_back(status_text(c));
-    t.push_back(format_duration(Millis(std::llround(c.wall_s * 1000))));
-    t.push_back(format_usd(c.cost));
-    t.push_back(or_dash(c.throughput, format_throughput));
-    t.push_back(or_dash(per_m, format_usd));
+    t.push_back(c.job_ids.empty() ? "-" : std::to_string(c.job_ids.back()));
+    if (l.repeated) t.push_back(std::to_string(c.runs));
+    auto wall = [](double v) { return format_duration(Millis(std::llround(v * 1000))); };
+    t.push_back(shown(c, "wall_s", wall(c.wall_s), +wall));
+    t.push_back(shown(c, "cost_usd", format_usd(c.cost), format_usd));
+    t.push_back(c.throughput
+                    ? shown(c, "throughput", format_throughput(*c.throughput), format_throughput)
+                    : "-");
+    t.push_back(per_m ? shown(c, "usd_per_million_samples", format_usd(*per_m), format_usd) : "-");
     t.push_back(or_dash(c.data_wait, [](double v) { return fixed(v * 100, 0) + "%"; }));
     j["status"] = c.state;
     j["exit_code"] = c.exit_code ? nlohmann::json(*c.exit_code) : nullptr;
+    j["job_id"] = c.job_ids.empty() ? nlohmann::json() : nlohmann::json(c.job_ids.back());
+    if (l.repeated) {
+      j["runs"] = c.runs;
+      j["job_ids"] = c.job_ids;
+    }
     j["wall_s"] = c.wall_s;
     j["gpu_seconds"] = c.gpu_seconds;
     j["cost_usd"] = c.cost;
     j["throughput"] = or_null(c.throughput);
     j["usd_per_million_samples"] = or_null(per_m);
     j["data_wait"] = or_null(c.data_wait);
+    put_sd(j, c, "wall_s", "wall_s");
+    put_sd(j, c, "cost_usd", "cost_usd");
+    put_sd(j, c, "throughput", "throughput");
+    put_sd(j, c, "usd_per_million_samples", "usd_per_million_samples");
     t.push_back(or_dash(c.util_mean, [](double v) { return fixed(v, 0); }));
     // Percent in the table, a fraction 0-1 in json and csv (docs/output.md).
     j["util_mean"] = c.util_mean ? nlohmann::json(*c.util_mean / 100.0) : nullptr;
@@ -207,6 +419,18 @@ Result<Table> compare_table(const std::vector<CellResult>& cells, const CompareO
     j["idle_usd"] = or_null(c.idle_usd);
     t.push_back(c.verdict.value_or("-"));
     j["verdict"] = c.verdict ? nlohmann::json(*c.verdict) : nullptr;
+    for (const auto& [name, key] : l.metric_keys) {
+      auto it = c.metrics.find(name);
+      if (it == c.metrics.end()) {
+        t.push_back("-");
+        j[key] = nullptr;
+      } else {
+        t.push_back(shown(c, "metric:" + name, figure(it->second), figure));
+        j[key] = it->second;
+      }
+      put_sd(j, c, "metric:" + name, key);
+    }
+    t.resize(l.columns.size());  // the machine-only columns at the end have no text
     j["best"] = best && *best == i;
     text.push_back(std::move(t));
     raw.push_back(std::move(j));
@@ -215,7 +439,11 @@ Result<Table> compare_table(const std::vector<CellResult>& cells, const CompareO
   std::vector<size_t> order(cells.size());
   std::iota(order.begin(), order.end(), 0);
   if (!options.sort.empty()) {
+    // Best first for the objective's own column; throughput descending; others ascending.
     bool descending = options.sort == "throughput";
+    for (const auto& [name, key] : l.metric_keys)
+      if (key == options.sort && name == options.objective.name)
+        descending = options.objective.maximize;
     std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
       const auto& va = raw[a][options.sort];
       const auto& vb = raw[b][options.sort];
@@ -225,9 +453,23 @@ Result<Table> compare_table(const std::vector<CellResult>& cells, const CompareO
     });
   }
 
-  Table table(l.columns);
+  // --columns: the cell's number first, then the chosen columns in the order given.
+  std::vector<size_t> keep;
+  if (options.columns.empty()) {
+    for (size_t k = 0; k < l.columns.size(); ++k) keep.push_back(k);
+  } else {
+    keep.push_back(0);
+    for (const auto& key : options.columns)
+      for (size_t k = 1; k < l.columns.size(); ++k)
+        if (l.columns[k].key == key) keep.push_back(k);
+  }
+  std::vector<Column> columns;
+  for (size_t k : keep) columns.push_back(l.columns[k]);
+  Table table(columns);
   for (size_t row = 0; row < order.size(); ++row) {
-    table.add_row(std::move(text[order[row]]), std::move(raw[order[row]]));
+    std::vector<std::string> t;
+    for (size_t k : keep) t.push_back(std::move(text[order[row]][k]));
+    table.add_row(std::move(t), std::move(raw[order[row]]));
     if (best && *best == order[row]) table.mark(row);
   }
   return table;

@@ -10,11 +10,20 @@
 // params (an object), exit_code, gpu_seconds and best. A param whose name is one of those keys
 // gets the column key param_<name>.
 //
-// The best cell is the completed cell with a throughput that does the most samples per dollar
-// (throughput x wall / cost); ties go to the higher throughput, then the lower index.
+// Every metric the job reported (its last value) is a column too, keyed by its name (metric_<name>
+// when that clashes with a fixed key or a param), and JOB (key job_id) is the cell's newest job.
+// A cell run N times (--repeat) shows the mean of its runs, "mean ± sd" in tables, with
+// <key>_sd beside each figure and runs, job_ids in JSON/CSV.
+//
+// The best cell is the completed cell with the best objective (--objective NAME[:max|min],
+// default throughput:max; ties go to the lower index), and only when it is distinguishable from
+// the runner-up: with repeats, Welch's t-test (two-sided, p < 0.05); with one run each, more than
+// kSingleRunMargin apart. Otherwise no cell is named best (a tie).
 
+#include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/result.h"
@@ -36,23 +45,67 @@ struct CellResult {
   std::optional<double> util_mean;   // percent
   std::optional<double> idle_usd;    // money that bought idle GPU time
   std::optional<std::string> verdict;
+  std::map<std::string, double> metrics;  // what the job reported (last value; mean over runs)
+  int runs = 1;                           // --repeat: how many runs the figures are means of
+  // Per-run values by column key (throughput, wall_s, cost_usd, usd_per_million_samples, and
+  // metric:<name>), filled when runs > 1.
+  std::map<std::string, std::vector<double>> samples;
+  std::vector<int64_t> job_ids;  // every run's job, oldest first
 };
+
+// What ranks the cells. name: throughput, cost_per_msample, wall, cost, or a metric the job
+// reports.
+struct Objective {
+  std::string name = "throughput";
+  bool maximize = true;
+  std::string text() const { return name + (maximize ? ":max" : ":min"); }
+};
+// "" is throughput:max; throughput, wall, cost and cost_per_msample have a natural direction;
+// a metric needs one (loss:min), nodus does not guess.
+Result<Objective> parse_objective(std::string_view text);
+
+// With one run each, two cells closer than this (relative) are a tie: a single run's noise.
+inline constexpr double kSingleRunMargin = 0.05;
+
+// The cell's objective (mean over its runs), if it has one.
+std::optional<double> objective_value(const CellResult& cell, const Objective& objective);
+
+struct Welch {
+  double t = 0, df = 0, p = 1;  // two-sided p-value
+};
+// Welch's unequal-variance t-test; nullopt with fewer than two values on either side.
+std::optional<Welch> welch_test(const std::vector<double>& a, const std::vector<double>& b);
+
+// How the comparison came out: the best and the runner-up by the objective, whether they are
+// distinguishable, and the test behind it.
+struct Ranking {
+  std::optional<size_t> best;  // set only when distinguishable from the runner-up
+  std::optional<size_t> top;   // the best by the objective's mean, tie or not
+  std::optional<size_t> runner_up;
+  bool tie = false;
+  std::optional<Welch> welch;
+};
+Ranking rank_cells(const std::vector<CellResult>& cells, const Objective& objective);
 
 // cost / (throughput x wall_s) x 1e6; empty without a positive throughput and wall time.
 std::optional<double> usd_per_million_samples(const CellResult& cell);
 
 // Position in cells of the best cell, if any cell qualifies.
-std::optional<size_t> best_cell(const std::vector<CellResult>& cells);
+std::optional<size_t> best_cell(const std::vector<CellResult>& cells,
+                                const Objective& objective = {});
 
 // "num_workers=14: 8.1x the throughput of num_workers=0 at 0.12x the cost per sample": the best
 // cell against the slowest other completed cell with a throughput, naming only the params that
 // differ. "" when there are not two such cells.
-std::string summary_sentence(const std::vector<CellResult>& cells);
+// On a tie it says so and names no best cell ("no best cell: ... are not distinguishable ...").
+std::string summary_sentence(const std::vector<CellResult>& cells, const Objective& objective = {});
 
 struct CompareOptions {
   // A column key; "" keeps cell order. Descending for throughput, ascending otherwise; empty
   // values last; ties by cell index.
   std::string sort;
+  Objective objective;
+  std::vector<std::string> columns;  // keys to show, in this order ("" : all)
 };
 
 // The table, rows sorted and the best cell marked. Fails on an unknown --sort key, listing

@@ -6,7 +6,14 @@
 //   a stepped range   1..16:4                  (1,5,9,13: start, start+step, ... up to the end)
 //   a geometric range 64..1024:x2              (64,128,...,1024: start, start*factor, ... up to
 //                                               the end; start >= 1, factor >= 2)
-// and lists may mix values and ranges: 0,2..8:2,16 is 0,2,4,6,8,16. An item whose text before
+//   a float range    0.1..0.5:0.1   (0.1,0.2,...,0.5; any range with a non-integer bound or
+//                                   step; a non-integer range needs a step)
+//   a float geometric 1e-4..1e-2:x10 (START > 0, FACTOR > 1)
+//   a log range      1e-5..1e-2:log4 (4 values evenly spaced in log: 1e-5,1e-4,1e-3,1e-2)
+// Values are kept as text exactly as written (3e-4 stays 3e-4); a range's START, and its END
+// when reached, keep the user's spelling, and the values between are written in the bounds'
+// style (with an exponent if a bound had one) to 12 significant digits.
+// Lists may mix values and ranges: 0,2..8:2,16 is 0,2,4,6,8,16. An item whose text before
 // ".." starts with a digit (or a sign and a digit) is a range and must be a valid one; anything
 // else, like "../data", is a literal value.
 
@@ -65,6 +72,17 @@ Result<void> check_cell_count(const Grid& grid, bool confirmed);
 
 // The cell at index (0 <= index < cell_count(grid) <= kMaxCells).
 Cell cell_at(const Grid& grid, int index);
+
+// --sample N picks cells of grids up to this size (cell indices are ints).
+inline constexpr uint64_t kMaxSampledGrid = 2'000'000'000;
+
+// --sample N --seed S: min(n, cell_count) distinct cell indices, ascending, chosen uniformly at
+// random from the seed; the same grid, n and seed give the same cells on every platform.
+std::vector<int> sample_cells(const Grid& grid, uint64_t n, uint64_t seed);
+
+// Refuses a sample of 0, a grid too large to sample (kMaxSampledGrid), and a sample of more
+// than kConfirmCells cells unless confirmed (kMaxCells always).
+Result<void> check_sample(const Grid& grid, uint64_t n, bool confirmed);
 
 // Every cell in index order. Call check_cell_count first: this allocates them all.
 std::vector<Cell> expand(const Grid& grid);

@@ -16,7 +16,7 @@ using Keys = std::vector<std::string>;
 
 const Keys kPs = {"id",        "name",         "state",      "gpu",      "gpu_type",
                   "gpu_count", "created_at",   "started_at", "ended_at", "wall_s",
-                  "cost_usd",  "max_cost_usd", "exit_code",  "sweep_id", "command"};
+                  "cost_usd",  "max_cost_usd", "exit_code",  "sweep_id", "cell", "command"};
 const Keys kSweeps = {"id",     "name",     "state",      "cells",      "completed",
                       "failed", "cost_usd", "budget_usd", "created_at", "command"};
 // One parameter, named w.

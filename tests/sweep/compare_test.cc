@@ -90,7 +90,9 @@ void expect_golden(const std::string& name, const std::string& actual) {
 }
 
 Table table_of(const std::vector<CellResult>& cells, const std::string& sort = "") {
-  auto t = compare_table(cells, {sort});
+  CompareOptions options;
+  options.sort = sort;
+  auto t = compare_table(cells, options);
   EXPECT_TRUE(t.ok()) << t.error().message;
   return t.ok() ? std::move(*t) : Table({});
 }
@@ -152,17 +154,130 @@ TEST(SweepCompare, JsonHasRawNumbersAndParamsObject) {
   EXPECT_EQ(t.raw(5)["exit_code"], 1);
 }
 
-TEST(SweepCompare, BestCellHasMostSamplesPerDollar) {
+TEST(SweepCompare, BestCellHasTheBestObjective) {
   auto cells = h200_sweep();
+  EXPECT_EQ(best_cell(cells), 4u);  // throughput:max by default
+  // With cost_per_msample:min, cheaper per sample beats faster: make the fastest cell cost
+  // three times as much per second.
+  cells[4].cost *= 3;
+  Objective per_sample{"cost_per_msample", false};
+  EXPECT_EQ(best_cell(cells, per_sample), 3u);
   EXPECT_EQ(best_cell(cells), 4u);
-  // Cheaper per sample beats faster: make the fastest cell cost twice as much per second.
-  cells[4].cost *= 2;
-  EXPECT_EQ(best_cell(cells), 3u);
-  // Only completed cells with a throughput qualify.
+  // Only completed cells with a value qualify.
   cells[3].state = "timeout";
   cells[2].throughput.reset();
-  EXPECT_EQ(best_cell(cells), 4u);
+  EXPECT_EQ(best_cell(cells, per_sample), 4u);
   EXPECT_FALSE(best_cell({}).has_value());
+}
+
+TEST(SweepObjective, ParsesNamesAndDirectionsAndRefusesToGuess) {
+  EXPECT_EQ(parse_objective("")->text(), "throughput:max");
+  EXPECT_EQ(parse_objective("val_acc:max")->text(), "val_acc:max");
+  EXPECT_EQ(parse_objective("loss:min")->text(), "loss:min");
+  EXPECT_EQ(parse_objective("wall")->text(), "wall:min");
+  EXPECT_EQ(parse_objective("cost_per_msample")->text(), "cost_per_msample:min");
+  EXPECT_NE(parse_objective("loss").error().message.find("loss:min"), std::string::npos);
+  EXPECT_NE(parse_objective("loss:down").error().message.find("max or min"), std::string::npos);
+  EXPECT_FALSE(parse_objective("a b:max").ok());
+  EXPECT_FALSE(parse_objective(":max").ok());
+}
+
+TEST(SweepObjective, RanksByAReportedMetric) {
+  auto cells = h200_sweep();
+  const double acc[] = {0.91, 0.72, 0.80, 0.60, 0.5};
+  for (int i = 0; i < 5; ++i) cells[i].metrics["val_acc"] = acc[i];
+  EXPECT_EQ(best_cell(cells, {"val_acc", true}), 0u);
+  EXPECT_EQ(best_cell(cells, {"val_acc", false}), 4u);
+  EXPECT_EQ(summary_sentence(cells, {"val_acc", true}),
+            "num_workers=0: the best val_acc:max (0.91; runner-up num_workers=4: 0.8)");
+  auto t = compare_table(cells, {"val_acc", {"val_acc", true}, {}});
+  ASSERT_TRUE(t.ok()) << t.error().message;
+  EXPECT_EQ(t->raw(0)["cell"], 0);  // sorted best first
+  EXPECT_EQ(t->raw(0)["val_acc"], 0.91);
+  EXPECT_EQ(t->raw(5)["val_acc"], nullptr);  // the failed cell reported nothing
+}
+
+TEST(SweepObjective, ColumnsChoosesAndOrdersColumns) {
+  auto cells = h200_sweep();
+  cells[0].metrics["loss"] = 1.5;
+  auto t = compare_table(cells, {"", {}, {"loss", "throughput"}});
+  ASSERT_TRUE(t.ok());
+  ASSERT_EQ(t->columns().size(), 3u);
+  EXPECT_EQ(t->columns()[0].key, "cell");
+  EXPECT_EQ(t->columns()[1].key, "loss");
+  EXPECT_EQ(t->columns()[2].key, "throughput");
+  EXPECT_EQ(t->render(Format::kCsv).substr(0, 21), "cell,loss,throughput\n");
+  auto bad = compare_table(cells, {"", {}, {"nope"}});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().message.find("--columns: unknown column 'nope'"), std::string::npos);
+}
+
+// Two cells measured three times each.
+std::vector<CellResult> repeated(std::vector<double> a, std::vector<double> b) {
+  std::vector<CellResult> cells;
+  for (int i = 0; i < 2; ++i) {
+    const auto& runs = i == 0 ? a : b;
+    CellResult c;
+    c.index = i + 1;
+    c.params = {{"w", std::to_string(i)}};
+    c.state = "completed";
+    c.wall_s = 10;
+    c.cost = 0;
+    double sum = 0;
+    for (double v : runs) sum += v;
+    c.throughput = sum / static_cast<double>(runs.size());
+    c.runs = static_cast<int>(runs.size());
+    c.samples["throughput"] = runs;
+    cells.push_back(c);
+  }
+  return cells;
+}
+
+TEST(SweepCompare, WelchMatchesAReferenceValue) {
+  // Welch on [1..5] vs [2,4,..,10]: t = -1.8974, df = 5.882; p = 0.10753 by integrating the
+  // Student t density numerically (Simpson, 200000 steps), independently of Boost.
+  auto w = welch_test({1, 2, 3, 4, 5}, {2, 4, 6, 8, 10});
+  ASSERT_TRUE(w.has_value());
+  EXPECT_NEAR(w->t, -1.8974, 1e-3);
+  EXPECT_NEAR(w->df, 5.882, 1e-2);
+  EXPECT_NEAR(w->p, 0.10753, 1e-4);
+  EXPECT_FALSE(welch_test({1}, {2, 3}).has_value());
+  EXPECT_EQ(welch_test({2, 2}, {2, 2})->p, 1);
+  EXPECT_EQ(welch_test({2, 2}, {3, 3})->p, 0);
+}
+
+TEST(SweepCompare, RepeatsThatOverlapAreATieAndNoCellIsNamedBest) {
+  auto cells = repeated({495, 470, 480}, {488, 478, 466});
+  EXPECT_FALSE(best_cell(cells).has_value());
+  std::string s = summary_sentence(cells);
+  EXPECT_EQ(s.rfind("no best cell: w=0 and w=1 are not distinguishable on throughput", 0), 0u) << s;
+  EXPECT_NE(s.find("Welch's t-test p = "), std::string::npos) << s;
+  auto t = compare_table(cells, {});
+  ASSERT_TRUE(t.ok());
+  EXPECT_EQ(t->render(Format::kTable).find("\n*"), std::string::npos);
+  EXPECT_NE(t->render(Format::kTable).find("482 ± 12.6"), std::string::npos)
+      << t->render(Format::kTable);
+  EXPECT_NEAR(t->raw(0)["throughput_sd"].get<double>(), 12.58, 0.01);
+}
+
+TEST(SweepCompare, RepeatsThatDifferClearlyNameTheBestWithTheTest) {
+  auto cells = repeated({495, 497, 494}, {386, 388, 385});
+  EXPECT_EQ(best_cell(cells), 0u);
+  std::string s = summary_sentence(cells);
+  EXPECT_NE(s.find("w=0: 1.3x the throughput of w=1"), std::string::npos) << s;
+  EXPECT_NE(s.find("Welch's t-test p < 0.001 over 3 runs each"), std::string::npos) << s;
+}
+
+TEST(SweepCompare, SingleRunsWithinTheMarginAreATie) {
+  auto cells = repeated({387}, {386});
+  EXPECT_FALSE(best_cell(cells).has_value());
+  EXPECT_EQ(summary_sentence(cells),
+            "no best cell: w=0 and w=1 are not distinguishable on throughput (387 vs 386, within "
+            "5% with one run each); --repeat 3 tells a difference from noise");
+  // Today's 1.0x/1.0x case: equal throughput and cost.
+  auto same = repeated({500}, {500});
+  EXPECT_FALSE(best_cell(same).has_value());
+  EXPECT_EQ(summary_sentence(same).rfind("no best cell", 0), 0u);
 }
 
 TEST(SweepCompare, BestCellOfFreeRunsIsTheFastest) {
@@ -238,12 +353,14 @@ TEST(SweepCompare, SortTiesKeepCellOrder) {
 }
 
 TEST(SweepCompare, UnknownSortColumnListsKeys) {
-  auto t = compare_table(h200_sweep(), {"speed"});
+  CompareOptions options;
+  options.sort = "speed";
+  auto t = compare_table(h200_sweep(), options);
   ASSERT_FALSE(t.ok());
   EXPECT_EQ(t.error().message,
-            "--sort: unknown column 'speed': expected one of cell, num_workers, status, wall_s, "
-            "cost_usd, throughput, usd_per_million_samples, data_wait, util_mean, idle_usd, "
-            "verdict, gpu_seconds, exit_code, best");
+            "--sort: unknown column 'speed': expected one of cell, num_workers, status, job_id, "
+            "wall_s, cost_usd, throughput, usd_per_million_samples, data_wait, util_mean, "
+            "idle_usd, verdict, gpu_seconds, exit_code, best");
 }
 
 TEST(SweepCompare, ParamNamedLikeAColumnGetsAPrefixedKey) {

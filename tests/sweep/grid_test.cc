@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 namespace nodus::sweep {
 namespace {
 
@@ -94,10 +96,75 @@ TEST(SweepParam, BadRangesAreErrors) {
   EXPECT_NE(error_of("n=0..8:x2").find("START >= 1"), std::string::npos);
   EXPECT_NE(error_of("n=1..8:x").find("invalid step"), std::string::npos);
   EXPECT_NE(error_of("n=1..8:two").find("invalid step"), std::string::npos);
-  EXPECT_NE(error_of("n=1.5..3").find("integers"), std::string::npos);
-  EXPECT_NE(error_of("n=1..b").find("integers"), std::string::npos);
-  EXPECT_NE(error_of("n=1..").find("integers"), std::string::npos);
-  EXPECT_NE(error_of("n=1..99999999999999999999").find("integers"), std::string::npos);
+  EXPECT_NE(error_of("n=1.5..3").find("needs a step"), std::string::npos);
+  EXPECT_NE(error_of("n=1..b").find("must be numbers"), std::string::npos);
+  EXPECT_NE(error_of("n=1..").find("must be numbers"), std::string::npos);
+  EXPECT_NE(error_of("n=1..99999999999999999999").find("needs a step"), std::string::npos);
+  EXPECT_NE(error_of("n=1..8:").find("invalid step"), std::string::npos);
+}
+
+TEST(SweepParam, FloatRangesKeepTheBoundsAsWrittenAndDoNotDrift) {
+  EXPECT_EQ(values("d=0.1..0.5:0.1"), (V{"0.1", "0.2", "0.3", "0.4", "0.5"}));
+  EXPECT_EQ(values("d=0..1:0.25"), (V{"0", "0.25", "0.5", "0.75", "1"}));
+  EXPECT_EQ(values("d=1..2:0.3"), (V{"1", "1.3", "1.6", "1.9"}));
+  EXPECT_EQ(values("d=-0.3..0.3:0.1"), (V{"-0.3", "-0.2", "-0.1", "0", "0.1", "0.2", "0.3"}));
+  EXPECT_EQ(values("d=0.50..1.50:0.5"), (V{"0.50", "1", "1.50"}));
+  EXPECT_EQ(values("d=1e-3..3e-3:1e-3"), (V{"1e-3", "2e-3", "3e-3"}));
+}
+
+TEST(SweepParam, LogRangesAreEvenlySpacedInLog) {
+  EXPECT_EQ(values("lr=1e-5..1e-2:log4"), (V{"1e-5", "1e-4", "1e-3", "1e-2"}));
+  EXPECT_EQ(values("n=1..1000:log4"), (V{"1", "10", "100", "1000"}));
+  EXPECT_EQ(values("lr=1e-4..1e-2:log3"), (V{"1e-4", "1e-3", "1e-2"}));
+  EXPECT_EQ(values("x=1..4:log3"), (V{"1", "2", "4"}));
+  EXPECT_NE(error_of("lr=0..1:log3").find("0 < START < END"), std::string::npos);
+  EXPECT_NE(error_of("lr=1e-5..1e-2:log1").find("N >= 2"), std::string::npos);
+  EXPECT_NE(error_of("lr=1e-5..1e-2:logx").find("N >= 2"), std::string::npos);
+  EXPECT_NE(error_of("lr=1..2:log20000").find("more than 10000"), std::string::npos);
+}
+
+TEST(SweepParam, FloatGeometricRanges) {
+  EXPECT_EQ(values("lr=1e-4..1e-2:x10"), (V{"1e-4", "1e-3", "1e-2"}));
+  EXPECT_EQ(values("s=1..5:x1.5"), (V{"1", "1.5", "2.25", "3.375"}));
+  EXPECT_NE(error_of("lr=1e-4..1e-2:x1").find("FACTOR > 1"), std::string::npos);
+  EXPECT_NE(error_of("lr=-1e-4..1e-2:x10").find("START > 0"), std::string::npos);
+  EXPECT_NE(error_of("d=0.1..0.5:0").find("step must be > 0"), std::string::npos);
+  EXPECT_NE(error_of("d=0.1..0.5:-0.1").find("step must be > 0"), std::string::npos);
+  EXPECT_NE(error_of("d=0.5..0.1:0.1").find("above its end"), std::string::npos);
+  EXPECT_NE(error_of("d=0..1:1e-9").find("more than 10000"), std::string::npos);
+  EXPECT_NE(error_of("d=0..1e308:nan").find("invalid step"), std::string::npos);
+}
+
+TEST(SweepParam, ListValuesAreKeptExactlyAsWritten) {
+  EXPECT_EQ(values("lr=3e-4,1E-3,0.0010,+2"), (V{"3e-4", "1E-3", "0.0010", "+2"}));
+}
+
+TEST(SweepSample, SameSeedSameCellsAndEveryCellDistinct) {
+  auto grid = parse_grid({"a=1..100", "b=1..100"});
+  ASSERT_TRUE(grid.ok());
+  auto one = sample_cells(*grid, 20, 7);
+  EXPECT_EQ(one, sample_cells(*grid, 20, 7));
+  EXPECT_NE(one, sample_cells(*grid, 20, 8));
+  ASSERT_EQ(one.size(), 20u);
+  EXPECT_TRUE(std::is_sorted(one.begin(), one.end()));
+  EXPECT_EQ(std::adjacent_find(one.begin(), one.end()), one.end());
+  for (int i : one) EXPECT_LT(i, 10000);
+  // Not the first 20 cells: a random subset spreads over the grid.
+  EXPECT_GT(one.back(), 1000);
+  // Asking for more than the grid has runs the whole grid.
+  auto small = parse_grid({"a=1,2,3"});
+  EXPECT_EQ(sample_cells(*small, 10, 1), (std::vector<int>{0, 1, 2}));
+}
+
+TEST(SweepSample, ChecksTheSampleNotTheGrid) {
+  auto huge = parse_grid({"a=1..10000", "b=1..10000"});  // 1e8 cells: too many to run whole
+  ASSERT_TRUE(huge.ok());
+  EXPECT_FALSE(check_cell_count(*huge, true).ok());
+  EXPECT_TRUE(check_sample(*huge, 50, false).ok());
+  EXPECT_FALSE(check_sample(*huge, 0, false).ok());
+  EXPECT_FALSE(check_sample(*huge, 5000, false).ok());
+  EXPECT_TRUE(check_sample(*huge, 5000, true).ok());
+  EXPECT_EQ(sample_cells(*huge, 50, 3).size(), 50u);
 }
 
 TEST(SweepParam, HugeAxesAreErrors) {

@@ -1,0 +1,90 @@
+// nodus wait JOB|SWEEP: blocks until the job or sweep ends and exits with its code: the job's
+// own exit code (124 timeout, 122 cost cap, ...), or the sweep's (0 every cell completed, 1 a
+// cell did not, 122 budget, 130 interrupted). A supervisor that died ends the wait too: the job
+// is then lost (reconciled and billed like `nodus ps` does), the sweep 125.
+
+#include <poll.h>
+
+#include <cstdio>
+
+#include "cli/args.h"
+#include "cli/common.h"
+#include "cli/sweep_command.h"
+#include "cli/sweep_views.h"
+#include "core/error.h"
+#include "core/text.h"
+
+namespace nodus::cli {
+
+JobRecord find_job_or_throw(store::Store& store, const std::string& id);
+void reconcile(store::Store& store);
+
+namespace {
+
+bool is_sweep_id(const std::string& id) {
+  return id.size() > 1 && id[0] == 's' &&
+         id.find_first_not_of("0123456789", 1) == std::string::npos;
+}
+
+struct WaitCommand {
+  std::string id;
+
+  int operator()() const {
+    auto store = open_store();
+    if (is_sweep_id(id) || (!store->find_job(id) && store->find_sweep(id)))
+      return wait_sweep(*store);
+    JobRecord job = find_job_or_throw(*store, id);
+    for (;;) {
+      reconcile(*store);
+      auto now = store->job(job.id);
+      if (now && is_final(now->state)) {
+        std::fprintf(stderr, "nodus: job %lld %s, cost %s\n", static_cast<long long>(now->id),
+                     std::string(to_string(now->state)).c_str(), format_usd(now->cost).c_str());
+        if (now->state == JobState::kCompleted) return 0;
+        return now->exit_code.value_or(1);
+      }
+      poll(nullptr, 0, 200);
+    }
+  }
+
+  int wait_sweep(store::Store& store) const {
+    auto sweep = store.find_sweep(id);
+    if (!sweep) throw Fatal("unknown sweep '" + escape_control(id) + "': see nodus sweeps");
+    for (int dead_checks = 0;;) {
+      auto now = store.sweep(sweep->id);
+      if (now->state != "running" && now->state != "starting") {
+        std::fprintf(stderr, "nodus: sweep %s %s, total %s\n", sweep_label(*now).c_str(),
+                     now->state.c_str(), format_usd(store.sweep_spent(now->id)).c_str());
+        return sweep_exit_code(now->state);
+      }
+      bool alive = now->supervisor_pid != 0 &&
+                   store::process_alive(now->supervisor_pid, now->supervisor_start);
+      // "starting" without a supervisor yet is a detached sweep being handed over; give it time.
+      if (!alive && (now->state == "running" || ++dead_checks > 100)) {
+        // Read once more: the supervisor may have written its end just before exiting.
+        auto last = store.sweep(sweep->id);
+        if (last->state != "running" && last->state != "starting") continue;
+        throw Fatal("sweep " + sweep_label(*now) + ": its supervisor (pid " +
+                    std::to_string(now->supervisor_pid) +
+                    ") is gone and the sweep did not record an end; `nodus sweep --resume " + "s" +
+                    std::to_string(now->id) + "` runs the cells that did not complete");
+      }
+      poll(nullptr, 0, 200);
+    }
+  }
+};
+
+}  // namespace
+
+Command add_wait(CLI::App& app) {
+  auto cmd = std::make_shared<WaitCommand>();
+  CLI::App* sub =
+      app.add_subcommand("wait", "wait for a job or sweep to end; exit with its exit code");
+  set_examples(sub, {"nodus wait 42", "nodus wait s3 && nodus show s3"});
+  sub->add_option("id", cmd->id, "job id or name, or sweep id (s3) or name")
+      ->type_name("JOB|SWEEP")
+      ->required();
+  return {sub, [cmd] { return (*cmd)(); }};
+}
+
+}  // namespace nodus::cli

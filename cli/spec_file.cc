@@ -1,0 +1,244 @@
+#include "cli/spec_file.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <set>
+#include <type_traits>
+
+#include "core/error.h"
+#include "core/files.h"
+#include "core/secret.h"
+#include "core/text.h"
+
+namespace nodus::cli {
+namespace {
+
+class Spec {
+ public:
+  explicit Spec(std::string path) : path_(std::move(path)) {}
+
+  [[noreturn]] void fail(const YAML::Mark& mark, const std::string& what) const {
+    throw Fatal(escape_control(path_) + ":" + std::to_string(mark.line + 1) + ":" +
+                std::to_string(mark.column + 1) + ": " + what);
+  }
+
+  // A scalar as written; lists and maps are refused where a value is expected.
+  std::string scalar(const YAML::Node& n, const std::string& key) const {
+    if (!n.IsScalar()) fail(n.Mark(), key + ": expected a value, not a list or a map");
+    return n.Scalar();
+  }
+
+  void check_keys(const YAML::Node& map, const std::set<std::string>& known,
+                  const std::string& where) const {
+    for (const auto& kv : map) {
+      std::string key = kv.first.IsScalar() ? kv.first.Scalar() : "";
+      if (known.count(key)) continue;
+      std::string list;
+      for (const auto& k : known) list += (list.empty() ? "" : ", ") + k;
+      fail(kv.first.Mark(),
+           "unknown key '" + escape_control(key) + "'" + where + ": expected one of " + list);
+    }
+  }
+
+  // A param's values: a list (each value as written), a range string ("1e-5..1e-2:log4"), or
+  // a map {from, to, step | factor | log}, or {choices: [...]}.
+  std::string param_values(const std::string& name, const YAML::Node& v) const {
+    if (v.IsScalar()) return v.Scalar();
+    if (v.IsSequence()) {
+      std::string out;
+      for (const auto& item : v) {
+        std::string s = scalar(item, "params." + name);
+        if (s.find(',') != std::string::npos)
+          fail(item.Mark(), "params." + name + ": value '" + escape_control(s) +
+                                "' holds a comma, which separates values");
+        out += (out.empty() ? "" : ",") + s;
+      }
+      if (out.empty()) fail(v.Mark(), "params." + name + ": the list is empty");
+      return out;
+    }
+    if (v.IsMap()) {
+      if (v["choices"]) {
+        check_keys(v, {"choices"}, " in params." + name);
+        return param_values(name, v["choices"]);
+      }
+      check_keys(v, {"from", "to", "step", "factor", "log"}, " in params." + name);
+      if (!v["from"] || !v["to"]) fail(v.Mark(), "params." + name + ": a range needs from and to");
+      std::string out = scalar(v["from"], "from") + ".." + scalar(v["to"], "to");
+      int steps = !!v["step"] + !!v["factor"] + !!v["log"];
+      if (steps > 1) fail(v.Mark(), "params." + name + ": give one of step, factor or log");
+      if (v["step"]) out += ":" + scalar(v["step"], "step");
+      if (v["factor"]) out += ":x" + scalar(v["factor"], "factor");
+      if (v["log"]) out += ":log" + scalar(v["log"], "log");
+      return out;
+    }
+    fail(v.Mark(), "params." + name + ": expected a list, a range or a map");
+  }
+
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+bool given(const CLI::App& app, const std::string& name) {
+  const CLI::Option* o = app.get_option_no_throw(name);
+  return o != nullptr && o->count() > 0;
+}
+
+}  // namespace
+
+void apply_spec_file(const std::string& path, const CLI::App& app, RunFlags& run,
+                     SweepSpec* sweep) {
+  Spec spec(path);
+  std::string text = value_or_throw(read_input_file(path, "spec file", 1 << 20));
+  YAML::Node root;
+  try {
+    root = YAML::Load(text);
+  } catch (const YAML::Exception& e) {
+    spec.fail(e.mark, e.msg);
+  }
+  if (!root.IsMap()) spec.fail(root.Mark(), "expected a map of keys (name, gpu, command, ...)");
+  std::set<std::string> keys = {"name",    "gpu",        "resources",    "caps",
+                                "env",     "workdir",    "image",        "backend",
+                                "command", "throughput", "metric_regex", "warmup"};
+  if (sweep) keys.insert({"params", "objective", "repeat", "parallel", "sample", "seed"});
+  spec.check_keys(root, keys, sweep ? "" : " (a job spec; params and the like are for sweep -f)");
+
+  auto set = [&](const YAML::Node& n, const std::string& key, const std::string& flag,
+                 std::string& field) {
+    if (n && !given(app, flag)) field = spec.scalar(n, key);
+  };
+  set(root["name"], "name", "--name", run.name);
+  set(root["gpu"], "gpu", "--gpu", run.gpu);
+  if (auto res = root["resources"]) {
+    if (!res.IsMap()) spec.fail(res.Mark(), "resources: expected a map (gpu)");
+    spec.check_keys(res, {"gpu"}, " in resources");
+    set(res["gpu"], "resources.gpu", "--gpu", run.gpu);
+  }
+  if (auto caps = root["caps"]) {
+    if (!caps.IsMap()) spec.fail(caps.Mark(), "caps: expected a map (max_cost, timeout, ...)");
+    std::set<std::string> known = {"max_cost", "timeout", "grace"};
+    if (sweep) known.insert("budget");
+    spec.check_keys(caps, known, " in caps");
+    set(caps["max_cost"], "caps.max_cost", "--max-cost", run.max_cost);
+    set(caps["timeout"], "caps.timeout", "--timeout", run.timeout);
+    set(caps["grace"], "caps.grace", "--grace", run.grace);
+    if (sweep && caps["budget"] && !given(app, "--budget"))
+      sweep->budget = spec.scalar(caps["budget"], "caps.budget");
+  }
+  set(root["workdir"], "workdir", "--workdir", run.workdir);
+  set(root["image"], "image", "--image", run.image);
+  set(root["backend"], "backend", "--backend", run.backend);
+  set(root["throughput"], "throughput", "--throughput", run.throughput);
+  set(root["warmup"], "warmup", "--warmup", run.warmup);
+  if (auto env = root["env"]) {
+    if (!env.IsMap()) spec.fail(env.Mark(), "env: expected a map of NAME: value");
+    // The file's variables first, then the command line's (the later one wins).
+    std::vector<std::string> from_file;
+    for (const auto& kv : env)
+      from_file.push_back(spec.scalar(kv.first, "env") + "=" + spec.scalar(kv.second, "env"));
+    run.env.insert(run.env.begin(), from_file.begin(), from_file.end());
+  }
+  if (auto rx = root["metric_regex"]; rx && !given(app, "--metric-regex")) {
+    if (!rx.IsSequence()) spec.fail(rx.Mark(), "metric_regex: expected a list of NAME=REGEX");
+    for (const auto& item : rx) run.metric_regex.push_back(spec.scalar(item, "metric_regex"));
+  }
+  if (auto cmd = root["command"]; cmd && run.command.empty()) {
+    // A list: each item one argument, never through a shell (write [sh, -c, "..."] for one).
+    if (!cmd.IsSequence() || cmd.size() == 0)
+      spec.fail(cmd.Mark(),
+                "command: expected a list of arguments, like [python, train.py]; a "
+                "shell command is [sh, -c, \"...\"]");
+    for (const auto& item : cmd) run.command.push_back(spec.scalar(item, "command"));
+  }
+  if (!sweep) return;
+  if (auto params = root["params"]; params && !given(app, "--param")) {
+    if (!params.IsMap()) spec.fail(params.Mark(), "params: expected a map of NAME: values");
+    for (const auto& kv : params) {
+      std::string name = spec.scalar(kv.first, "params");
+      sweep->params.push_back(name + "=" + spec.param_values(name, kv.second));
+    }
+  }
+  auto number = [&](const YAML::Node& n, const std::string& key, const std::string& flag,
+                    auto& field, long long lo) {
+    if (!n || given(app, flag)) return;
+    std::string s = spec.scalar(n, key);
+    char* end = nullptr;
+    errno = 0;
+    long long v = std::strtoll(s.c_str(), &end, 10);
+    if (s.empty() || *end != '\0' || errno != 0 || v < lo)
+      spec.fail(n.Mark(), key + ": invalid value '" + escape_control(s) + "': expected a whole " +
+                              "number >= " + std::to_string(lo));
+    field = static_cast<std::remove_reference_t<decltype(*field)>>(v);
+  };
+  number(root["repeat"], "repeat", "--repeat", sweep->repeat, 1);
+  number(root["parallel"], "parallel", "--parallel", sweep->parallel, 1);
+  number(root["sample"], "sample", "--sample", sweep->sample, 1);
+  number(root["seed"], "seed", "--seed", sweep->seed, 0);
+  if (root["objective"] && !given(app, "--objective"))
+    sweep->objective = spec.scalar(root["objective"], "objective");
+}
+
+std::string sweep_spec_yaml(const RunFlags& run, const SweepSpec& sweep) {
+  YAML::Emitter out;
+  out << YAML::BeginMap;
+  if (!run.name.empty()) out << YAML::Key << "name" << YAML::Value << run.name;
+  if (run.gpu != "none")
+    out << YAML::Key << "resources" << YAML::Value << YAML::BeginMap << YAML::Key << "gpu"
+        << YAML::Value << run.gpu << YAML::EndMap;
+  out << YAML::Key << "caps" << YAML::Value << YAML::BeginMap;
+  if (!run.max_cost.empty()) out << YAML::Key << "max_cost" << YAML::Value << run.max_cost;
+  if (!run.timeout.empty()) out << YAML::Key << "timeout" << YAML::Value << run.timeout;
+  out << YAML::Key << "grace" << YAML::Value << run.grace;
+  if (!sweep.budget.empty()) out << YAML::Key << "budget" << YAML::Value << sweep.budget;
+  out << YAML::EndMap;
+  bool plain_env = false;
+  for (const auto& kv : run.env) plain_env |= !is_secret_name(kv.substr(0, kv.find('=')));
+  if (plain_env) {
+    out << YAML::Key << "env" << YAML::Value << YAML::BeginMap;
+    for (const auto& kv : run.env) {
+      auto eq = kv.find('=');
+      if (is_secret_name(kv.substr(0, eq))) continue;  // never written to a file nodus makes
+      out << YAML::Key << kv.substr(0, eq) << YAML::Value
+          << (eq == std::string::npos ? "" : kv.substr(eq + 1));
+    }
+    out << YAML::EndMap;
+  }
+  if (!run.workdir.empty()) out << YAML::Key << "workdir" << YAML::Value << run.workdir;
+  if (!run.image.empty()) out << YAML::Key << "image" << YAML::Value << run.image;
+  if (!run.backend.empty()) out << YAML::Key << "backend" << YAML::Value << run.backend;
+  if (run.throughput != "samples_per_sec")
+    out << YAML::Key << "throughput" << YAML::Value << run.throughput;
+  if (run.warmup != "5s") out << YAML::Key << "warmup" << YAML::Value << run.warmup;
+  if (!run.metric_regex.empty()) {
+    out << YAML::Key << "metric_regex" << YAML::Value << YAML::BeginSeq;
+    for (const auto& r : run.metric_regex) out << YAML::DoubleQuoted << r;
+    out << YAML::EndSeq;
+  }
+  out << YAML::Key << "params" << YAML::Value << YAML::BeginMap;
+  for (const auto& p : sweep.params) {
+    auto eq = p.find('=');
+    // The values as typed, ranges included: the file plans exactly the command line's cells.
+    out << YAML::Key << p.substr(0, eq) << YAML::Value << YAML::DoubleQuoted
+        << (eq == std::string::npos ? "" : p.substr(eq + 1));
+  }
+  out << YAML::EndMap;
+  if (!sweep.objective.empty()) out << YAML::Key << "objective" << YAML::Value << sweep.objective;
+  if (sweep.repeat && *sweep.repeat > 1)
+    out << YAML::Key << "repeat" << YAML::Value << *sweep.repeat;
+  if (sweep.parallel && *sweep.parallel > 0)
+    out << YAML::Key << "parallel" << YAML::Value << *sweep.parallel;
+  if (sweep.sample && *sweep.sample > 0) {
+    out << YAML::Key << "sample" << YAML::Value << *sweep.sample;
+    out << YAML::Key << "seed" << YAML::Value << sweep.seed.value_or(1);
+  }
+  out << YAML::Key << "command" << YAML::Value << YAML::Flow << YAML::BeginSeq;
+  for (const auto& a : run.command) out << YAML::DoubleQuoted << a;
+  out << YAML::EndSeq;
+  out << YAML::EndMap;
+  return std::string(out.c_str()) + "\n";
+}
+
+}  // namespace nodus::cli

@@ -1,0 +1,159 @@
+// Spec files: `run -f job.yaml`, `sweep -f sweep.yaml`, `--save`. A file and the command line
+// it stands for must plan the same cells, both ways; errors name file:line:column.
+
+#include <gtest/gtest.h>
+
+#include "cli/fixtures.h"
+
+namespace nodus::testing {
+namespace {
+
+const char* kSweepYaml = R"(name: tune
+resources:
+  gpu: H100
+caps:
+  max_cost: 2
+  timeout: 30m
+  grace: 5s
+  budget: 20
+env:
+  DATA: /data/x
+params:
+  lr: {from: 1e-5, to: 1e-2, log: 4}
+  bs: "64..256:x2"
+  model: [resnet18, vit]
+  drop: {choices: [0.1, 0.25]}
+objective: val_acc:max
+repeat: 2
+parallel: 3
+command: [python, train.py, --lr, "{lr}", --bs, "{bs}", --model, "{model}", --drop, "{drop}"]
+)";
+
+const std::vector<std::string> kSweepArgs = {"sweep",
+                                             "--name",
+                                             "tune",
+                                             "--gpu",
+                                             "H100",
+                                             "--max-cost",
+                                             "2",
+                                             "--timeout",
+                                             "30m",
+                                             "--grace",
+                                             "5s",
+                                             "--budget",
+                                             "20",
+                                             "-e",
+                                             "DATA=/data/x",
+                                             "-p",
+                                             "lr=1e-5..1e-2:log4",
+                                             "-p",
+                                             "bs=64..256:x2",
+                                             "-p",
+                                             "model=resnet18,vit",
+                                             "-p",
+                                             "drop=0.1,0.25",
+                                             "--objective",
+                                             "val_acc:max",
+                                             "--repeat",
+                                             "2",
+                                             "--parallel",
+                                             "3",
+                                             "--",
+                                             "python",
+                                             "train.py",
+                                             "--lr",
+                                             "{lr}",
+                                             "--bs",
+                                             "{bs}",
+                                             "--model",
+                                             "{model}",
+                                             "--drop",
+                                             "{drop}"};
+
+std::map<std::string, std::string> gpus() { return {{"NODUS_LOCAL_GPUS", "H100:4"}}; }
+
+std::vector<std::string> with(std::vector<std::string> args, std::vector<std::string> more) {
+  args.insert(args.begin() + 1, more.begin(), more.end());
+  return args;
+}
+
+TEST(SpecFile, SweepFileRunsTheSameCellsAsItsCommandLine) {
+  NodusHome home;
+  write_file(home.file("sweep.yaml"), kSweepYaml);
+  auto from_file =
+      home.run({"sweep", "-f", home.file("sweep.yaml"), "--dry-run", "--format", "json"}, gpus());
+  ASSERT_EQ(from_file.code, 0) << from_file.err;
+  auto from_flags = home.run(with(kSweepArgs, {"--dry-run", "--format", "json"}), gpus());
+  ASSERT_EQ(from_flags.code, 0) << from_flags.err;
+  EXPECT_EQ(from_file.out, from_flags.out);
+  EXPECT_EQ(from_file.err, from_flags.err);
+  EXPECT_EQ(nlohmann::json::parse(from_file.out).size(), 4u * 3 * 2 * 2 * 2);
+  EXPECT_NE(from_file.out.find("\"1e-5\""), std::string::npos) << "values kept as written";
+}
+
+TEST(SpecFile, SavedCommandLineRunsTheSameCells) {
+  NodusHome home;
+  std::string saved = home.file("saved.yaml");
+  auto save = home.run(with(kSweepArgs, {"--save", saved}), gpus());
+  ASSERT_EQ(save.code, 0) << save.err;
+  EXPECT_NE(read_file(saved).find("lr: \"1e-5..1e-2:log4\""), std::string::npos)
+      << read_file(saved);
+  EXPECT_EQ(nlohmann::json::parse(home.run({"ps", "-a", "--format", "json"}).out).size(), 0u);
+  auto from_file = home.run({"sweep", "-f", saved, "--dry-run", "--format", "json"}, gpus());
+  ASSERT_EQ(from_file.code, 0) << from_file.err;
+  auto from_flags = home.run(with(kSweepArgs, {"--dry-run", "--format", "json"}), gpus());
+  EXPECT_EQ(from_file.out, from_flags.out);
+}
+
+TEST(SpecFile, FlagsWinOverTheFileAndRealRunsMatch) {
+  NodusHome home;
+  std::string marks = home.file("marks");
+  write_file(home.file("s.yaml"),
+             "params:\n  i: 1..3\ncommand: [sh, -c, \"echo {i} >> " + marks + "\"]\n");
+  auto r = home.run({"sweep", "-f", home.file("s.yaml"), "-p", "i=7,8", "--format", "json"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["cells"].size(), 2u);  // --param replaced the file's params
+  EXPECT_EQ(read_file(marks), "7\n8\n");
+}
+
+TEST(SpecFile, RunFileRunsTheJob) {
+  NodusHome home;
+  write_file(home.file("job.yaml"),
+             "caps: {timeout: 1s, grace: 100ms}\nenv: {GREETING: hi}\ncommand: [sh, -c, \"echo "
+             "$GREETING; sleep 5\"]\n");
+  auto r = home.run({"run", "-f", home.file("job.yaml")});
+  EXPECT_EQ(r.code, 124) << r.err;
+  EXPECT_NE(r.out.find("hi"), std::string::npos) << r.out;
+}
+
+TEST(SpecFile, ErrorsNameFileLineAndColumnAndRunNothing) {
+  NodusHome home;
+  std::string f = home.file("bad.yaml");
+  write_file(f, "params:\n  a: [1, 2]\ncomand: [echo]\n");
+  auto r = home.run({"sweep", "-f", f});
+  EXPECT_EQ(r.code, 125);
+  EXPECT_NE(r.err.find(f + ":3:1: unknown key 'comand'"), std::string::npos) << r.err;
+  write_file(f, "params:\n  a: [1, 2\ncommand: [echo]\n");
+  r = home.run({"sweep", "-f", f});
+  EXPECT_EQ(r.code, 125);
+  EXPECT_NE(r.err.find(f + ":"), std::string::npos) << r.err;
+  write_file(f, "params:\n  a: [1, 2]\ncommand: echo hi\n");
+  r = home.run({"sweep", "-f", f});
+  EXPECT_EQ(r.code, 125);
+  EXPECT_NE(r.err.find(f + ":3:10: command: expected a list"), std::string::npos) << r.err;
+  write_file(f, "params:\n  a: [1, 2]\nrepeat: two\ncommand: [echo]\n");
+  r = home.run({"sweep", "-f", f});
+  EXPECT_EQ(r.code, 125);
+  EXPECT_NE(r.err.find(f + ":3:9: repeat: invalid value 'two'"), std::string::npos) << r.err;
+  write_file(f, "params:\n  a: [1]\ncommand: [echo]\n");
+  r = home.run({"run", "-f", f});
+  EXPECT_EQ(r.code, 125);
+  EXPECT_NE(r.err.find("unknown key 'params'"), std::string::npos) << r.err;
+  EXPECT_EQ(nlohmann::json::parse(home.run({"ps", "-a", "--format", "json"}).out).size(), 0u);
+  r = home.run({"sweep", "-f", home.file("missing.yaml")});
+  EXPECT_EQ(r.code, 125);
+}
+
+}  // namespace
+}  // namespace nodus::testing
