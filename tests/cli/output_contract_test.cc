@@ -23,6 +23,7 @@ const Keys kSweeps = {"id",     "name",     "state",      "cells",      "complet
 const Keys kCells = {"cell",
                      "w",
                      "status",
+                     "job_id",
                      "wall_s",
                      "cost_usd",
                      "throughput",
