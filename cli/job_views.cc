@@ -136,9 +136,9 @@ Table jobs_table(const std::vector<JobRecord>& jobs) {
       {{"sweep_id", "SWEEP"},
        // s3:2 is cell 2 of sweep 3 (`nodus logs s3:2`).
        [](auto& j) {
-         return j.sweep_id ? "s" + std::to_string(*j.sweep_id) + ":" +
-                                 std::to_string(j.cell_index + 1)
-                           : std::string("-");
+         return j.sweep_id
+                    ? "s" + std::to_string(*j.sweep_id) + ":" + std::to_string(j.cell_index + 1)
+                    : std::string("-");
        },
        [](auto& j) {
          return j.sweep_id ? nlohmann::json("s" + std::to_string(*j.sweep_id)) : nlohmann::json();

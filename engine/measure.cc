@@ -5,8 +5,8 @@
 #include <fstream>
 #include <sstream>
 
-#include "core/cost.h"
 #include "backend/local/cgroup.h"
+#include "core/cost.h"
 #include "core/parse.h"
 #include "core/proc.h"
 #include "sweep/metrics.h"

@@ -69,9 +69,8 @@ int supervise_main(const SweepMain& sweep) {
   StatusWriter status;
   if (ticket.sweep_id != 0) {
     try {
-      return sweep(ticket, [&status](const std::string& line) {
-        status.send(parse_status_line(line));
-      });
+      return sweep(ticket,
+                   [&status](const std::string& line) { status.send(parse_status_line(line)); });
     } catch (const Fatal& e) {
       status.error(e.code(), e.what());
       return e.code();

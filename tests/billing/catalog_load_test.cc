@@ -220,8 +220,9 @@ TEST(CatalogResolve, FlagBeatsEnvironmentBeatsBuiltin) {
 
 TEST(CatalogResolve, AUserCatalogMergesOverTheBuiltInOneUnlessItStandsAlone) {
   TempDir dir;
-  std::string mine = dir.write(
-      "mine.json", R"({"gpus": [{"type": "h100-80gb", "aliases": ["MY-H100"], "usd_per_gpu_hour": 1},
+  std::string mine =
+      dir.write("mine.json",
+                R"({"gpus": [{"type": "h100-80gb", "aliases": ["MY-H100"], "usd_per_gpu_hour": 1},
                                  {"type": "LAB-GPU", "usd_per_gpu_hour": 0.5}]})");
   ScopedEnv env("NODUS_PRICES", nullptr);
   const Catalog& builtin = Catalog::builtin();

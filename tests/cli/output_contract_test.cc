@@ -14,28 +14,16 @@ namespace {
 
 using Keys = std::vector<std::string>;
 
-const Keys kPs = {"id",        "name",         "state",      "gpu",      "gpu_type",
-                  "gpu_count", "created_at",   "started_at", "ended_at", "wall_s",
-                  "cost_usd",  "max_cost_usd", "exit_code",  "sweep_id", "cell", "command"};
+const Keys kPs = {"id",         "name",       "state",    "gpu",    "gpu_type", "gpu_count",
+                  "created_at", "started_at", "ended_at", "wall_s", "cost_usd", "max_cost_usd",
+                  "exit_code",  "sweep_id",   "cell",     "command"};
 const Keys kSweeps = {"id",     "name",     "state",      "cells",      "completed",
                       "failed", "cost_usd", "budget_usd", "created_at", "command"};
 // One parameter, named w.
-const Keys kCells = {"cell",
-                     "w",
-                     "status",
-                     "job_id",
-                     "wall_s",
-                     "cost_usd",
-                     "throughput",
-                     "usd_per_million_samples",
-                     "data_wait",
-                     "util_mean",
-                     "idle_usd",
-                     "verdict",
-                     "gpu_seconds",
-                     "exit_code",
-                     "params",
-                     "best"};
+const Keys kCells = {"cell",        "w",         "status",     "job_id",
+                     "wall_s",      "cost_usd",  "throughput", "usd_per_million_samples",
+                     "data_wait",   "util_mean", "idle_usd",   "verdict",
+                     "gpu_seconds", "exit_code", "params",     "best"};
 const Keys kCostRow(const std::string& key) { return {key, "jobs", "gpu_hours", "cost_usd"}; }
 const Keys kPrices = {"type",   "aliases",    "usd_per_gpu_hour",
                       "source", "source_url", "checked",

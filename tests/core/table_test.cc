@@ -21,8 +21,7 @@ TEST(Table, TextAlignsAndMarks) {
 }
 
 TEST(Table, CsvUsesRawValuesAndQuotes) {
-  EXPECT_EQ(sample().render(Format::kCsv),
-            "name,cost,schema_version\n\"a,b\",1.0,1\nc|d,12.5,1\n");
+  EXPECT_EQ(sample().render(Format::kCsv), "name,cost,schema_version\n\"a,b\",1.0,1\nc|d,12.5,1\n");
 }
 
 TEST(Table, MarkdownEscapesPipes) {
@@ -40,7 +39,8 @@ TEST(Table, EveryDeclaredColumnInEveryMachineRowNullWhenAbsentUndeclaredKeysDrop
   Table t({{"a", "A"}, {"b", "B"}, {"c", "C", false, Show::kMachine}});
   t.add_row({"1", "-"}, {{"a", 1}, {"extra", true}});  // no b, no c
   auto j = nlohmann::json::parse(t.render(Format::kJson));
-  EXPECT_EQ(j[0], (nlohmann::json{{"a", 1}, {"b", nullptr}, {"c", nullptr}, {"schema_version", 1}}));
+  EXPECT_EQ(j[0],
+            (nlohmann::json{{"a", 1}, {"b", nullptr}, {"c", nullptr}, {"schema_version", 1}}));
   EXPECT_EQ(t.render(Format::kCsv), "a,b,c,schema_version\n1,,,1\n");
   EXPECT_EQ(t.render(Format::kTable), "A  B\n1  -\n");  // machine-only c never in the table
 }
@@ -63,9 +63,11 @@ TEST(Table, FieldsDeclareAListingOnce) {
     std::optional<double> v;
   };
   std::vector<Field<Row>> fields = {
-      {{"name", "NAME"}, [](const Row& r) { return r.name; },
+      {{"name", "NAME"},
+       [](const Row& r) { return r.name; },
        [](const Row& r) { return or_null(r.name); }},
-      {{"v", "V", true}, [](const Row& r) { return r.v ? std::to_string(int(*r.v)) : "-"; },
+      {{"v", "V", true},
+       [](const Row& r) { return r.v ? std::to_string(int(*r.v)) : "-"; },
        [](const Row& r) { return or_null(r.v); }},
   };
   Table t = make_table(fields, std::vector<Row>{{"", 2.0}, {"b", std::nullopt}});

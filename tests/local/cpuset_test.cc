@@ -133,8 +133,8 @@ TEST(WorkersOverCpus, TheBusiestLoadersWorkersAgainstTheJobsCpus) {
   EXPECT_EQ(workers_over_cpus(loaders, "Train@train.py:30", 4), 8);
   EXPECT_FALSE(workers_over_cpus(loaders, "Train@train.py:30", 8));  // as many as CPUs: fine
   EXPECT_FALSE(workers_over_cpus(loaders, "Train@train.py:30", 0));  // no CPU set
-  EXPECT_FALSE(workers_over_cpus(nlohmann::json::parse(R"([{"name": "a", "workers": null}])"),
-                                 "a", 2));  // a hook from before num_workers was reported
+  EXPECT_FALSE(workers_over_cpus(nlohmann::json::parse(R"([{"name": "a", "workers": null}])"), "a",
+                                 2));  // a hook from before num_workers was reported
   EXPECT_FALSE(workers_over_cpus(nlohmann::json(), "", 2));
 }
 
