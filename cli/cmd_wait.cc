@@ -13,11 +13,11 @@
 #include "cli/sweep_views.h"
 #include "core/error.h"
 #include "core/text.h"
+#include "engine/reconcile.h"
 
 namespace nodus::cli {
 
 JobRecord find_job_or_throw(store::Store& store, const std::string& id);
-void reconcile(store::Store& store);
 
 namespace {
 
@@ -35,7 +35,7 @@ struct WaitCommand {
       return wait_sweep(*store);
     JobRecord job = find_job_or_throw(*store, id);
     for (;;) {
-      reconcile(*store);
+      engine::reconcile(*store);
       auto now = store->job(job.id);
       if (now && is_final(now->state)) {
         std::fprintf(stderr, "nodus: job %lld %s, cost %s\n", static_cast<long long>(now->id),
