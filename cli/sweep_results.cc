@@ -1,6 +1,7 @@
 #include "cli/sweep_results.h"
 
 #include "cli/job_views.h"
+#include "engine/measure.h"
 #include "sweep/grid.h"
 
 namespace nodus::cli {
@@ -32,6 +33,7 @@ RunFigures figures_of(store::Store& store, const JobRecord& job) {
     if (v.contains("verdict") && f.util_mean) f.verdict = v["verdict"].get<std::string>();
   }
   f.metrics = store.last_metrics(job.id);
+  std::erase_if(f.metrics, [](const auto& m) { return engine::is_hook_metric(m.first); });
   return f;
 }
 

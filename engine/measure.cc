@@ -121,6 +121,8 @@ nlohmann::json read_profile(const std::string& dir, telemetry::Evidence& evidenc
 
 }  // namespace
 
+bool is_hook_metric(std::string_view name) { return name.rfind(kHookPrefix, 0) == 0; }
+
 std::string hook_dir(const JobRecord& job) {
   std::string base = job.metrics_path;
   if (base.size() > 6 && base.compare(base.size() - 6, 6, ".jsonl") == 0)

@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/job.h"
@@ -29,6 +30,10 @@ inline constexpr const char* kProfileSchedule = "5,2,5";
 
 // The hook's folder for a job: next to its metrics file ("<id>.hook").
 std::string hook_dir(const JobRecord& job);
+
+// The metrics nodus's own hook writes ("hook.r<rank>.<field>"): they feed throughput and data
+// wait, and are not the job's own metrics (a sweep's metric columns leave them out).
+bool is_hook_metric(std::string_view name);
 
 // Decides whether the job gets the Python hook and, if so, writes it and adds PYTHONPATH
 // (the hook's folder first, then the user's or nodus's own), NODUS_HOOK_DIR and NODUS_WARMUP

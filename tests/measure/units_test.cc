@@ -240,5 +240,13 @@ TEST(IoEvidence, TracksItsOwnReadsFromProc) {
   EXPECT_EQ(e.read_bytes, 0u);  // nothing counted before the first sample
 }
 
+TEST(HookMetrics, OnlyTheHooksOwnNamesAreHookMetrics) {
+  EXPECT_TRUE(engine::is_hook_metric("hook.r0.samples_per_sec"));
+  EXPECT_TRUE(engine::is_hook_metric("hook.r12.data_wait"));
+  EXPECT_FALSE(engine::is_hook_metric("loss"));
+  EXPECT_FALSE(engine::is_hook_metric("hooks_per_sec"));
+  EXPECT_FALSE(engine::is_hook_metric("val.hook.r0"));
+}
+
 }  // namespace
 }  // namespace nodus

@@ -113,8 +113,9 @@ TEST(SlurmClusterCaps, CostCapTermsGraceEarlyAndKillsAtTheCap) {
   ASSERT_TRUE(backend->signal(job, SIGTERM).ok());
   // The node's enforcer KILLs at the same deadline (both count from Slurm's start time): when it
   // wins the race, the job is already over here.
-  if (!wait_until(*backend, job, steady_at(kill_at), /*may_end=*/true))
+  if (!wait_until(*backend, job, steady_at(kill_at), /*may_end=*/true)) {
     ASSERT_TRUE(backend->kill(job).ok());  // returns once Slurm reports the end
+  }
   auto ended = poll_until(*rest, std::stoll(job.backend_id), is_final_state, 10);
   ASSERT_TRUE(ended);
   EXPECT_LE(unix_now() - kill_at, 2.0);
