@@ -117,6 +117,17 @@ Layout layout_for(const std::vector<CellResult>& cells) {
     l.metric_keys.push_back({name, key});
     l.columns.push_back({key, name, true});
   }
+  // A repeated sweep's cells also carry every run's job id and the spread of each figure
+  // (json and csv; the table shows "mean ± sd"). Machine-only columns stay last: a row's text
+  // covers the columns before them.
+  if (l.repeated) {
+    l.columns.push_back({"job_ids", "JOBS", false, Show::kMachine});
+    for (const char* key : {"wall_s", "cost_usd", "throughput", "usd_per_million_samples"})
+      l.columns.push_back(
+          {std::string(key) + "_sd", std::string(key) + " sd", true, Show::kMachine});
+    for (const auto& [name, key] : l.metric_keys)
+      l.columns.push_back({key + "_sd", name + " sd", true, Show::kMachine});
+  }
   l.columns.push_back({"gpu_seconds", "GPU-S", true, Show::kMachine});
   l.columns.push_back({"exit_code", "EXIT", true, Show::kMachine});
   l.columns.push_back({"params", "PARAMS", false, Show::kMachine});

@@ -206,7 +206,7 @@ TEST(SweepObjective, ColumnsChoosesAndOrdersColumns) {
   EXPECT_EQ(t->columns()[0].key, "cell");
   EXPECT_EQ(t->columns()[1].key, "loss");
   EXPECT_EQ(t->columns()[2].key, "throughput");
-  EXPECT_EQ(t->render(Format::kCsv).substr(0, 21), "cell,loss,throughput\n");
+  EXPECT_EQ(t->render(Format::kCsv).substr(0, 36), "cell,loss,throughput,schema_version\n");
   auto bad = compare_table(cells, {"", {}, {"nope"}});
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.error().message.find("--columns: unknown column 'nope'"), std::string::npos);
