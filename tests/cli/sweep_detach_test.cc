@@ -70,7 +70,7 @@ TEST(SweepDetach, ReturnsTheIdAtOnceAndSurvivesItsTerminalHangingUp) {
   // ps filters by sweep and shows each job's cell.
   auto jobs = jobs_of(home, id);
   ASSERT_EQ(jobs.size(), 4u);
-  for (const auto& j : jobs) EXPECT_EQ(j["sweep"], "s1");
+  for (const auto& j : jobs) EXPECT_EQ(j["sweep_id"], "s1");
   auto table = home.run({"ps", "--sweep", id});
   EXPECT_NE(table.out.find("s1:4"), std::string::npos) << table.out;
   auto none = home.run({"ps", "--sweep", id, "--state", "failed", "--format", "json"});
