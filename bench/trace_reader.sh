@@ -10,7 +10,7 @@ B=${1:-build}
 T=${2:-}
 cmake --build "$B" --target nodus_read_trace -j2 >/dev/null
 if [ -z "$T" ]; then
-  T=$(mktemp /tmp/nodus-trace-XXXXXX.json)
+  T=$(mktemp --tmpdir nodus-trace-XXXXXX.json)
   trap 'rm -f "$T"' EXIT
   python3 bench/make_trace.py sync "$T" --pad-mb 100
 fi

@@ -11,7 +11,7 @@ fi
 [[ -x ${NODUS:-} ]] || { echo "FAIL no nodus binary (set NODUS=)"; exit 2; }
 OUT=${OUT:-}
 LOG=$(mktemp)
-WORK=$(mktemp -d /tmp/nodus-cgcheck-XXXXXX)
+WORK=$(mktemp -d --tmpdir nodus-cgcheck-XXXXXX)
 trap 'rm -rf "$WORK"' EXIT
 FAILS=0
 

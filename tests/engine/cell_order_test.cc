@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "temp_dir.h"
+
 namespace nodus::engine {
 namespace {
 
@@ -82,17 +84,7 @@ TEST(MeasuredDuration, OnlyAttemptsThatRanToTheirOwnEnd) {
 
 class TempStore {
  public:
-  TempStore() {
-    std::string tmpl = "/tmp/nodus-cell-order-test-XXXXXX";
-    if (::mkdtemp(tmpl.data()) == nullptr) std::abort();
-    dir_ = tmpl;
-    store = store::Store::open(dir_ + "/nodus.db");
-  }
-  ~TempStore() {
-    store.reset();
-    std::error_code ec;
-    std::filesystem::remove_all(dir_, ec);
-  }
+  TempStore() : store(store::Store::open(dir_.db())) {}
   int64_t sweep(const std::vector<std::string>& argv, const std::string& backend = "local") {
     store::SweepRecord s;
     s.name = "s";
@@ -109,10 +101,12 @@ class TempStore {
     j.cell_key = arg;
     store->insert_job(j);
   }
-  std::unique_ptr<store::Store> store;
 
  private:
-  std::string dir_;
+  testing::TempDir dir_;  // declared first: the store closes before its folder goes
+
+ public:
+  std::unique_ptr<store::Store> store;
 };
 
 TEST(KnownDurations, FromEarlierSweepsOfTheSameCommandNewestFirst) {

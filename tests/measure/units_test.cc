@@ -12,6 +12,7 @@
 #include "telemetry/io_evidence.h"
 #include "telemetry/phases.h"
 #include "telemetry/pyhook.h"
+#include "temp_dir.h"
 
 namespace nodus {
 namespace {
@@ -176,9 +177,8 @@ TEST(IoEvidence, ParsesCgroupIoStat) {
 }
 
 TEST(IoEvidence, ACgroupsIoStatIsPreferredAndCountsFromTheRebase) {
-  char tmpl[] = "/tmp/nodus-iostat-XXXXXX";
-  ASSERT_NE(mkdtemp(tmpl), nullptr);
-  std::string dir = tmpl;
+  testing::TempDir tmp;
+  const std::string& dir = tmp.path();
   auto put = [&](const std::string& text) {
     FILE* f = std::fopen((dir + "/io.stat").c_str(), "w");
     std::fputs(text.c_str(), f);
@@ -198,8 +198,6 @@ TEST(IoEvidence, ACgroupsIoStatIsPreferredAndCountsFromTheRebase) {
   EXPECT_EQ(*e.cgroup_read_bytes, 10u << 20);
   EXPECT_EQ(e.source(), "cgroup io.stat");
   EXPECT_TRUE(e.cgroup_note.empty());
-  std::remove((dir + "/io.stat").c_str());
-  ::rmdir(dir.c_str());
 
   telemetry::IoTracker none(getpid());
   none.watch_cgroup("/nonexistent-nodus-cgroup");

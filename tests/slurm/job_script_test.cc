@@ -12,6 +12,7 @@
 
 #include "billing/catalog.h"
 #include "fake_http.h"
+#include "temp_dir.h"
 
 namespace nodus::backend::slurm {
 namespace {
@@ -59,18 +60,14 @@ TEST(SlurmJobName, IsDerivedFromStoreTagIdAndCreationTime) {
 }
 
 TEST(SlurmStoreTag, IsCreatedOnceAndReadBack) {
-  char home[] = "/tmp/nodus-store-tag-XXXXXX";
-  ASSERT_NE(mkdtemp(home), nullptr);
-  auto first = store_tag_in(home);
+  nodus::testing::TempDir home, other;
+  auto first = store_tag_in(home.path());
   ASSERT_TRUE(first.ok()) << first.error().message;
   EXPECT_EQ(first->size(), 8u);
-  auto again = store_tag_in(home);
+  auto again = store_tag_in(home.path());
   ASSERT_TRUE(again.ok());
   EXPECT_EQ(*again, *first);
-  char other[] = "/tmp/nodus-store-tag-XXXXXX";
-  ASSERT_NE(mkdtemp(other), nullptr);
-  EXPECT_NE(*store_tag_in(other), *first);
-  std::system(("rm -rf " + std::string(home) + " " + other).c_str());
+  EXPECT_NE(*store_tag_in(other.path()), *first);
 }
 
 TEST(SlurmJobScript, ArgumentsStayData) {
