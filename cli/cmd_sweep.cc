@@ -20,6 +20,7 @@
 #include "core/files.h"
 #include "core/parse.h"
 #include "core/secret.h"
+#include "engine/reconcile.h"
 #include "engine/signals.h"
 #include "engine/supervisor_process.h"
 #include "engine/sweep_plan.h"
@@ -33,6 +34,9 @@
 
 namespace nodus::cli {
 namespace {
+
+// How long past its grace a resume waits for a dead sweep's cell to record its end.
+constexpr std::chrono::milliseconds kCellSettleSlack{10'000};
 
 struct SweepFlags {
   RunFlags run;
@@ -284,6 +288,13 @@ struct SweepCommand {
         throw Fatal("--resume " + sweep_label(*resumed) + ": the sweep is still running (pid " +
                     std::to_string(resumed->supervisor_pid) + "); nodus stop " + f.resume +
                     " first, or nodus wait " + f.resume);
+      // Its cells may still be stopping (the sweep died first): their bills are not in yet.
+      auto stopping = engine::wait_for_sweep_cells(*store, resumed->id, kCellSettleSlack);
+      if (!stopping.empty())
+        throw Fatal("--resume " + sweep_label(*resumed) + ": job " +
+                    std::to_string(stopping.front()) +
+                    " of the sweep is still being stopped by its supervisor; nodus wait " +
+                    std::to_string(stopping.front()) + ", then resume");
       if (f.run.command.empty()) restore_flags(f, *resumed);
     }
     Plan p = plan();

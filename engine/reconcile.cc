@@ -2,7 +2,9 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <memory>
+#include <thread>
 
 #include "backend/backend.h"
 #include "backend/local/cgroup.h"
@@ -86,6 +88,29 @@ void reconcile(store::Store& store) {
       if (is_final(job.state)) store.release_gpus(job.id);
     }
   }
+}
+
+std::vector<int64_t> wait_for_sweep_cells(store::Store& store, int64_t sweep_id,
+                                          std::chrono::milliseconds slack) {
+  auto stopping = [&] {
+    std::vector<JobRecord> live;
+    for (JobRecord& job : store.sweep_cells(sweep_id))
+      if (!is_final(job.state) && job.supervisor_pid > 0 &&
+          store::process_alive(job.supervisor_pid, job.supervisor_start))
+        live.push_back(std::move(job));
+    return live;
+  };
+  std::vector<JobRecord> live = stopping();
+  int64_t grace_ms = 0;
+  for (const JobRecord& job : live) grace_ms = std::max(grace_ms, job.grace_ms);
+  const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(grace_ms) + slack;
+  while (!live.empty() && std::chrono::steady_clock::now() < until) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    live = stopping();
+  }
+  std::vector<int64_t> ids;
+  for (const JobRecord& job : live) ids.push_back(job.id);
+  return ids;
 }
 
 }  // namespace nodus::engine

@@ -4,6 +4,8 @@
 // stop, cost, sweeps).
 
 #include <chrono>
+#include <cstdint>
+#include <vector>
 
 #include "store/store.h"
 
@@ -23,5 +25,14 @@ inline constexpr int kStaleCgroupJobs = 50;
 // asked about through their backend (a detached Slurm run finishes without anyone watching) and
 // their GPUs freed once final.
 void reconcile(store::Store& store);
+
+// A sweep killed while a cell ran leaves that cell's supervisor stopping it on its own (its
+// PR_SET_PDEATHSIG is a SIGTERM: TERM, the grace, KILL, then the bill). Until it has recorded the
+// end, the store holds less than the cell cost, so a resume that read the budget then would
+// spend the difference twice. Waits until no cell of the sweep has a live supervisor, or until
+// the largest grace among them plus `slack` has passed; returns the ids of the cells still
+// active with a live supervisor then (empty: the store's spend is final).
+std::vector<int64_t> wait_for_sweep_cells(store::Store& store, int64_t sweep_id,
+                                          std::chrono::milliseconds slack);
 
 }  // namespace nodus::engine

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs what nodus needs from Debian 12's packages (as root, or with sudo).
-#   build: compiler, CMake, the libraries nodus builds against
+#   build: compiler, CMake, ccache, the libraries nodus builds against
 #   demo:  build + PyTorch for examples/train.py
 #   test:  demo + Chromium (report tests), clang-format and shellcheck (scripts/lint.sh), and the
 #          Slurm test cluster's packages (scripts/slurm-dev-cluster.sh; it installs them itself
@@ -8,7 +8,8 @@
 set -euo pipefail
 profile=${1:-build}
 pkgs=(g++ cmake ninja-build pkg-config libcurl4-openssl-dev nlohmann-json3-dev libcli11-dev
-      libboost1.81-dev libsqlite3-dev libre2-dev libyaml-cpp-dev libgtest-dev libgmock-dev help2man)
+      libboost1.81-dev libsqlite3-dev libre2-dev libyaml-cpp-dev libgtest-dev libgmock-dev help2man
+      ccache)
 case "$profile" in
   build) ;;
   demo) pkgs+=(python3-torch) ;;

@@ -1,24 +1,50 @@
 #!/usr/bin/env bash
-# Installs what the tests need and runs every gate a change must pass (CI runs this verbatim):
-#   1. scripts/lint.sh: every C++ file clang-format clean, every script shellcheck clean;
-#   2. build/ with -Werror, then every test through ctest: a parallel pass, then the tests that
+# Every gate a change must pass (CI runs this verbatim through .ci/run), or with --quick the
+# loop to use while working. docs/development.md has what each takes on a 2-core machine.
+#
+# scripts/test.sh (the full gate):
+#   1. installs what the tests need (scripts/install-deps.sh test, ccache included);
+#   2. scripts/lint.sh: every C++ file clang-format clean, every script shellcheck clean;
+#   3. build/ with -Werror, then every test through ctest: a parallel pass, then the tests that
 #      assert wall-clock bounds (label <suite>-timing, matched by -L timing) one at a time. The
 #      Slurm tests get a real one-node cluster (scripts/slurm-dev-cluster.sh), started here and
 #      stopped after;
-#   3. with NODUS_ASAN=1 only: build-asan/ under AddressSanitizer + UndefinedBehaviorSanitizer,
-#      only the targets its suites need, then the unit suites and the CLI suite (not Slurm,
-#      hostile or timing tests). A sanitizer report anywhere, in a test or in a nodus process it
-#      started (supervisors included), fails the run. Not yet on by default: it has not had a
-#      green run, and its build, at ~5 CPU seconds per file without ccache, would take CI past
-#      its 30 minutes until it is made cheaper (ARCHITECTURE.md).
-# Each step's wall time goes to stderr ("test.sh: <step> took N s"): the CI limit is 30 minutes.
+#   4. build-asan/ under AddressSanitizer + UndefinedBehaviorSanitizer, only the targets its
+#      suites need, then the unit suites and the CLI suite (not Slurm, hostile or timing tests).
+#      A sanitizer report anywhere, in a test or in a nodus process it started (supervisors
+#      included), fails the run. NODUS_ASAN=0 leaves this step out (for a local run only: CI
+#      never sets it).
+# scripts/test.sh --quick: no install, no lint, no cluster, no sanitizers: builds build/ and runs
+#   the unit suites and the CLI suite, timing tests left out.
+# Every compile goes through ccache (CMakeLists.txt), so a clone in another folder, CI's
+# included, reuses what this machine compiled. Each step's wall time goes to stderr
+# ("test.sh: <step> took N s").
 set -euo pipefail
 cd "$(dirname "$0")/.."
+quick=0
+case "${1:-}" in
+  "") ;;
+  --quick) quick=1 ;;
+  *) echo "test.sh: unknown argument '$1': expected nothing or --quick" >&2; exit 2 ;;
+esac
 step_start=$SECONDS
 took() {
   echo "test.sh: $1 took $((SECONDS - step_start)) s" >&2
   step_start=$SECONDS
 }
+# The suites that need neither a cluster nor a hostile job: the quick loop's and the sanitizers'.
+suites=(core billing store telemetry sweep report local engine cli)
+label_regex="^($(IFS='|'; echo "${suites[*]}"))\$"
+
+if [ "$quick" = 1 ]; then
+  cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DNODUS_WERROR=ON >/dev/null
+  cmake --build build
+  took "build"
+  ctest --test-dir build --output-on-failure -j2 --timeout 600 -L "$label_regex" -LE timing
+  took "tests"
+  exit 0
+fi
+
 bash scripts/install-deps.sh test
 took "install-deps"
 bash scripts/lint.sh
@@ -45,9 +71,11 @@ ctest --test-dir build --output-on-failure -j1 --timeout 600 -L timing || status
 took "tests"
 stop_cluster
 cluster_started=0
-[ "${NODUS_ASAN:-0}" = 1 ] || exit "$status"
+if [ "${NODUS_ASAN:-1}" = 0 ]; then
+  echo "test.sh: NODUS_ASAN=0: the sanitizer build and its tests were left out" >&2
+  exit "$status"
+fi
 
-suites=(core billing store telemetry sweep report local engine cli)
 cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DNODUS_SANITIZE=ON >/dev/null
 targets=(--target nodus)
 for s in "${suites[@]}"; do targets+=(--target "nodus_${s}_tests"); done
@@ -58,7 +86,6 @@ rm -rf "$reports"
 mkdir -p "$reports"
 export ASAN_OPTIONS="log_path=$reports/asan:detect_leaks=1:abort_on_error=0:strict_string_checks=1"
 export UBSAN_OPTIONS="log_path=$reports/ubsan:print_stacktrace=1:halt_on_error=1"
-label_regex="^($(IFS='|'; echo "${suites[*]}"))\$"
 ctest --test-dir build-asan --output-on-failure -j2 --timeout 900 -L "$label_regex" -LE timing ||
   status=1
 took "sanitizer tests"

@@ -195,18 +195,22 @@ Result<void> LocalBackend::submit(JobRecord& job, const LaunchSpec& spec) {
     add_note(job, cpu_note + " by " + how);
     job.options["cpus"] = static_cast<int>(cpus.size());  // for the end-of-job workers check
   }
+  // The sentinel first: a supervisor killed between the launch and the sentinel's fork would
+  // leave the job's children with no enforcer until the next nodus command (seen under ASan).
+  j->sentinel = start_sentinel({0, token, j->cgroup.path()});
   auto launched =
       launch({argv, env, job.workdir, out[1], err[1], j->cgroup.procs_fd(), std::move(cpus)});
   ::close(out[1]);
   ::close(err[1]);
   if (!launched.ok()) {
+    dismiss_sentinel(j->sentinel);
     for (int fd : {out[0], err[0], log_fd, index_fd})
       if (fd >= 0) ::close(fd);
     if (j->cgroup.valid()) (void)j->cgroup.remove();
     return launched.error();
   }
   register_tree(launched->pid, token);
-  j->sentinel = start_sentinel({launched->pid, token, j->cgroup.path()});
+  (void)tell_sentinel_job(j->sentinel, launched->pid);
   add_note(job, j->cgroup.valid() ? kContainedByCgroup + j->cgroup.path()
                                   : "contained by process group, session and /proc scan (no "
                                     "cgroup: " +

@@ -25,15 +25,17 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// One message on the socket: a kind and, for kArm, two CLOCK_MONOTONIC instants in ns.
+// One message on the socket: a kind and, for kArm, two CLOCK_MONOTONIC instants in ns (for kJob,
+// the job's pid in term_ns).
 struct Message {
-  char kind;  // kDone, kArm, kTermSent
+  char kind;  // kDone, kArm, kTermSent, kJob
   int64_t term_ns;
   int64_t kill_ns;
 };
 constexpr char kDone = 'd';
 constexpr char kArm = 'a';
 constexpr char kTermSent = 't';
+constexpr char kJob = 'j';
 
 int64_t now_ns() {
   timespec ts;
@@ -83,6 +85,8 @@ class Enforcer {
     }
   }
 
+  void set_job(pid_t job_pid) { spec_.job_pid = job_pid; }
+
   void remove_cgroup() {
     if (!spec_.cgroup.empty() && !local::cgroup_populated_path(spec_.cgroup))
       ::rmdir(spec_.cgroup.c_str());
@@ -95,8 +99,9 @@ class Enforcer {
     const pid_t self = ::getpid();
     for (const ProcStat& p : scan_processes()) {
       if (p.pid == self || p.zombie()) continue;
-      if (p.session == spec_.job_pid || p.pgrp == spec_.job_pid ||
-          read_proc_env(p.pid, local::kTreeTokenEnv) == spec_.tree_token)
+      const bool by_group =
+          spec_.job_pid > 0 && (p.session == spec_.job_pid || p.pgrp == spec_.job_pid);
+      if (by_group || read_proc_env(p.pid, local::kTreeTokenEnv) == spec_.tree_token)
         out.push_back(p.pid);
     }
     return out;
@@ -149,6 +154,7 @@ class Enforcer {
       if (n != static_cast<ssize_t>(sizeof m)) break;  // EOF: the supervisor is gone
       if (m.kind == kDone) ::_exit(0);
       if (m.kind == kTermSent) term_done = true;
+      if (m.kind == kJob && m.term_ns > 0) enforcer.set_job(static_cast<pid_t>(m.term_ns));
       if (m.kind == kArm) {
         term_at = m.term_ns + term_lag;
         kill_at = m.kill_ns + kill_lag;
@@ -191,6 +197,10 @@ Sentinel start_sentinel(const SentinelSpec& spec) {
 
 bool arm_sentinel(const Sentinel& s, Clock::time_point term_at, Clock::time_point kill_at) {
   return send_message(s, {kArm, ns_of(term_at), ns_of(kill_at)});
+}
+
+bool tell_sentinel_job(const Sentinel& s, pid_t job_pid) {
+  return send_message(s, {kJob, static_cast<int64_t>(job_pid), 0});
 }
 
 bool tell_sentinel_term_sent(const Sentinel& s) { return send_message(s, {kTermSent, 0, 0}); }

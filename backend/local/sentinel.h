@@ -1,6 +1,8 @@
 #pragma once
 // The sentinel: the second enforcer of a local job, a process that outlives the supervisor on
-// purpose. It is forked by the supervisor at launch and moves into a session of its own, so
+// purpose. It is forked by the supervisor just before the job is launched (so no moment exists in
+// which the job runs and nothing would outlive the supervisor), told the job's pid once it has
+// one (tell_sentinel_job), and moves into a session of its own, so
 // neither a signal to nodus's process group (`timeout -s KILL 2 nodus run ...`, Ctrl-C's SIGINT)
 // nor the supervisor's death takes it down. It enforces two things without the supervisor:
 // - The supervisor's death: it blocks on a socket only the supervisor writes to; end-of-file
@@ -34,7 +36,8 @@ struct Sentinel {
 };
 
 struct SentinelSpec {
-  pid_t job_pid = 0;       // the job's main process (its session and process group id)
+  pid_t job_pid = 0;       // the job's main process (its session and process group id); 0
+                           // until tell_sentinel_job: the token and the cgroup still hold
   std::string tree_token;  // NODUS_TREE value
   std::string cgroup;      // the job's cgroup folder, "" when it has none
 };
@@ -42,6 +45,9 @@ struct SentinelSpec {
 // Forks the sentinel. Call from the thread that submits jobs, before the supervisor starts other
 // threads. Returns pid -1 if it could not be started.
 Sentinel start_sentinel(const SentinelSpec& spec);
+
+// Tells a sentinel started before the launch the job's main process.
+bool tell_sentinel_job(const Sentinel& sentinel, pid_t job_pid);
 
 // Hands the sentinel the job's deadlines (steady clock = CLOCK_MONOTONIC, the same in every
 // process). False when the sentinel cannot be reached (it is gone).

@@ -74,5 +74,30 @@ TEST(Billing, ResumedSweepKeepsTheBudgetAcrossAttempts) {
               listed);
 }
 
+// The race behind a $0.015 spend of a $0.01 budget seen on a loaded machine: a sweep killed while
+// a cell runs leaves that cell's supervisor stopping it (TERM, the grace, KILL) and only then
+// billing it. A resume that read the spend before that bill granted the same money twice. Here
+// the grace is long and the resume comes at once, so the window is wide on any machine.
+TEST(Billing, AResumeRightAfterTheSweepDiedWaitsForTheDyingCellsBill) {
+  NodusHome home;
+  std::string marker = unique_marker();
+  std::map<std::string, std::string> env{{"NODUS_LOCAL_GPUS", "H100:2"}};
+  pid_t pid = home.start(
+      {"sweep", "--gpu", "H100:2", "--budget", "0.01", "--grace", "2s", "--param", "i=1,2", "--",
+       "bash", "-c", "trap '' TERM; while :; do sleep 0.2; done; echo {i}", marker},
+      env);
+  usleep(2'000'000);
+  kill(pid, SIGKILL);
+  wait_exit(pid, std::chrono::seconds(5));
+  auto r = home.run({"sweep", "--resume", "1"}, env);  // the dying cell is still in its grace
+  EXPECT_EQ(r.code, 122) << r.err;
+  EXPECT_EQ(survivors(marker, 10), 0u);
+  double every_attempt = 0;
+  for (const auto& job : nlohmann::json::parse(home.run({"ps", "-a", "--format", "json"}).out))
+    every_attempt += job["cost_usd"].get<double>();
+  EXPECT_LE(every_attempt, 0.01) << "the resume spent the dying cell's money again";
+  std::printf("[ measured ] sweep spent $%.5f of $0.01\n", every_attempt);
+}
+
 }  // namespace
 }  // namespace nodus::testing
