@@ -27,6 +27,10 @@ struct LaunchSpec {
   bool attach = true;    // also copy output to nodus's own stdout/stderr
   // Called with every complete output line (without the newline), for --metric-regex.
   std::function<void(std::string_view line)> on_line;
+  // Called by the local backend once the job's containment is ready (its note names the cgroup)
+  // and just before its first process starts: the supervisor records the job then, so that one
+  // killed before it could record the start leaves a record that says what to kill.
+  std::function<void(const JobRecord& job)> before_start;
 };
 
 struct Outcome {

@@ -149,6 +149,17 @@ int Supervisor::run(JobRecord& job, const SuperviseRun& run) {
   spec.log_path = job.log_path;
   spec.attach = run.attach;
   spec.on_line = [&observer](std::string_view line) { observer.on_line(line); };
+  // Recorded as started, with its cgroup and a heartbeat, just before its first process starts:
+  // killed before it records the launch, this supervisor leaves reconcile a job to kill and bill
+  // to that heartbeat (its sentinel ends the job as it dies), not one that "never started".
+  spec.before_start = [this](const JobRecord& ready) {
+    JobRecord pending = ready;
+    const double now = unix_now();
+    pending.state = JobState::kStarting;
+    pending.started_at = now;
+    store_.update_job(pending);
+    store_.write_tick(pending.id, {now, {}, {}, {}});
+  };
 
   auto submitted = backend_.submit(job, spec);
   if (!submitted) {

@@ -195,6 +195,11 @@ Result<void> LocalBackend::submit(JobRecord& job, const LaunchSpec& spec) {
     add_note(job, cpu_note + " by " + how);
     job.options["cpus"] = static_cast<int>(cpus.size());  // for the end-of-job workers check
   }
+  add_note(job, j->cgroup.valid() ? kContainedByCgroup + j->cgroup.path()
+                                  : "contained by process group, session and /proc scan (no "
+                                    "cgroup: " +
+                                        why_no_cgroup + ")");
+  if (spec.before_start) spec.before_start(job);
   // The sentinel first: a supervisor killed between the launch and the sentinel's fork would
   // leave the job's children with no enforcer until the next nodus command (seen under ASan).
   j->sentinel = start_sentinel({0, token, j->cgroup.path()});
@@ -211,10 +216,6 @@ Result<void> LocalBackend::submit(JobRecord& job, const LaunchSpec& spec) {
   }
   register_tree(launched->pid, token);
   (void)tell_sentinel_job(j->sentinel, launched->pid);
-  add_note(job, j->cgroup.valid() ? kContainedByCgroup + j->cgroup.path()
-                                  : "contained by process group, session and /proc scan (no "
-                                    "cgroup: " +
-                                        why_no_cgroup + ")");
   j->pid = launched->pid;
   j->pidfd = launched->pidfd;
   j->started_at = launched->started_at;
