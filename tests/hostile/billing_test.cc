@@ -13,6 +13,31 @@
 namespace nodus::testing {
 namespace {
 
+const std::map<std::string, std::string> kTwoH100{{"NODUS_LOCAL_GPUS", "H100:2"}};
+
+// A $0.01 sweep of two cells that ignore SIGTERM, so only the budget cap's SIGKILL ends them,
+// killed -9 `after` it started. No --env: resuming a sweep that had one fails on its own
+// (cli/cmd_sweep.cc restore). The marker is bash's $0; a cell's only long-lived process is that
+// bash.
+void kill_sweep_after(NodusHome& home, const std::string& marker, const std::string& grace,
+                      useconds_t after) {
+  pid_t pid = home.start(
+      {"sweep", "--gpu", "H100:2", "--budget", "0.01", "--grace", grace, "--param", "i=1,2", "--",
+       "bash", "-c", "trap '' TERM; while :; do sleep 0.2; done; echo {i}", marker},
+      kTwoH100);
+  usleep(after);
+  kill(pid, SIGKILL);  // the sweep dies; its cell's supervisor stops the cell
+  wait_exit(pid, std::chrono::seconds(5));
+}
+
+// What every job of the store cost, every attempt of every cell included.
+double every_attempt_cost(NodusHome& home) {
+  double sum = 0;
+  for (const auto& job : nlohmann::json::parse(home.run({"ps", "-a", "--format", "json"}).out))
+    sum += job["cost_usd"].get<double>();
+  return sum;
+}
+
 TEST(Billing, LostJobIsBilledToItsLastHeartbeatNeverPastItsCap) {
   NodusHome home;
   std::string marker = unique_marker();
@@ -43,30 +68,18 @@ TEST(Billing, LostJobIsBilledToItsLastHeartbeatNeverPastItsCap) {
 TEST(Billing, ResumedSweepKeepsTheBudgetAcrossAttempts) {
   NodusHome home;
   std::string marker = unique_marker();
-  std::map<std::string, std::string> env{{"NODUS_LOCAL_GPUS", "H100:2"}};
-  // Cells ignore SIGTERM, so only the budget cap's SIGKILL ends them.
-  // No --env here: resuming a sweep that had one fails on its own (cli/cmd_sweep.cc restore).
-  // The marker is bash's $0; the job's only long-lived process is that bash.
-  pid_t pid = home.start(
-      {"sweep", "--gpu", "H100:2", "--budget", "0.01", "--grace", "500ms", "--param", "i=1,2", "--",
-       "bash", "-c", "trap '' TERM; while :; do sleep 0.2; done; echo {i}", marker},
-      env);
-  usleep(3'000'000);
-  kill(pid, SIGKILL);  // the sweep dies; its cell's supervisor and job with it
-  wait_exit(pid, std::chrono::seconds(5));
+  kill_sweep_after(home, marker, "500ms", 3'000'000);
   EXPECT_EQ(survivors(marker, 10), 0u);
   home.run({"ps"});  // the dead cell is reconciled (billed to its heartbeat)
 
-  auto r = home.run({"sweep", "--resume", "1"}, env);
+  auto r = home.run({"sweep", "--resume", "1"}, kTwoH100);
   EXPECT_EQ(r.code, 122) << r.err;
   EXPECT_EQ(survivors(marker, 10), 0u);
 
   auto sweeps = nlohmann::json::parse(home.run({"sweeps", "--format", "json"}).out);
   ASSERT_EQ(sweeps.size(), 1u);
   double listed = sweeps[0]["cost_usd"].get<double>();
-  double every_attempt = 0;
-  for (const auto& job : nlohmann::json::parse(home.run({"ps", "-a", "--format", "json"}).out))
-    every_attempt += job["cost_usd"].get<double>();
+  double every_attempt = every_attempt_cost(home);
   EXPECT_LE(every_attempt, 0.01) << "the budget was overrun across the resume";
   EXPECT_NEAR(listed, every_attempt, 1e-9) << "`sweeps` must show what every attempt cost";
   EXPECT_GT(every_attempt, 0.008);  // the resumed cell ran up to what was left
@@ -81,20 +94,12 @@ TEST(Billing, ResumedSweepKeepsTheBudgetAcrossAttempts) {
 TEST(Billing, AResumeRightAfterTheSweepDiedWaitsForTheDyingCellsBill) {
   NodusHome home;
   std::string marker = unique_marker();
-  std::map<std::string, std::string> env{{"NODUS_LOCAL_GPUS", "H100:2"}};
-  pid_t pid = home.start(
-      {"sweep", "--gpu", "H100:2", "--budget", "0.01", "--grace", "2s", "--param", "i=1,2", "--",
-       "bash", "-c", "trap '' TERM; while :; do sleep 0.2; done; echo {i}", marker},
-      env);
-  usleep(2'000'000);
-  kill(pid, SIGKILL);
-  wait_exit(pid, std::chrono::seconds(5));
-  auto r = home.run({"sweep", "--resume", "1"}, env);  // the dying cell is still in its grace
+  kill_sweep_after(home, marker, "2s", 2'000'000);
+  // The dying cell is still in its grace.
+  auto r = home.run({"sweep", "--resume", "1"}, kTwoH100);
   EXPECT_EQ(r.code, 122) << r.err;
   EXPECT_EQ(survivors(marker, 10), 0u);
-  double every_attempt = 0;
-  for (const auto& job : nlohmann::json::parse(home.run({"ps", "-a", "--format", "json"}).out))
-    every_attempt += job["cost_usd"].get<double>();
+  double every_attempt = every_attempt_cost(home);
   EXPECT_LE(every_attempt, 0.01) << "the resume spent the dying cell's money again";
   std::printf("[ measured ] sweep spent $%.5f of $0.01\n", every_attempt);
 }
