@@ -5,6 +5,7 @@
 #include "cli/args.h"
 #include "cli/common.h"
 #include "core/parse.h"
+#include "store/gpu_locks.h"
 
 namespace nodus::cli {
 namespace {
@@ -24,19 +25,33 @@ struct GpusCommand {
              {"type", "TYPE"},
              {"name", "NAME"},
              {"usd_per_gpu_hour", "$/GPU-HOUR", true},
-             {"job", "JOB"}});
+             {"job", "JOB"},
+             {"other_store", "", false, Show::kMachine}});
     for (const auto& g : inv.gpus) {
       const auto* entry = catalog.find(g.type);
       auto it = holder.find(g.index);
+      // A GPU no job of this store holds may be held by another store's job on this machine.
+      std::optional<store::GpuHolder> other;
+      if (it == holder.end()) {
+        other = store::gpu_holder(g.index);
+        if (other && other->store == store->path()) other.reset();
+      }
+      std::string shown = it != holder.end() ? std::to_string(it->second)
+                          : other ? "job " + std::to_string(other->job_id) + " of " +
+                                        (other->store.empty() ? "another store" : other->store)
+                                  : "free";
+      nlohmann::json held_by;
+      if (other)
+        held_by = {{"job", other->job_id}, {"store", other->store}, {"pid", other->pid}};
       t.add_row(
           {std::to_string(g.index), g.type, g.name,
-           entry ? format_usd(entry->usd_per_gpu_hour) : "-",
-           it == holder.end() ? "free" : std::to_string(it->second)},
+           entry ? format_usd(entry->usd_per_gpu_hour) : "-", shown},
           {{"index", g.index},
            {"type", g.type},
            {"name", g.name},
            {"usd_per_gpu_hour", entry ? nlohmann::json(entry->usd_per_gpu_hour) : nlohmann::json()},
-           {"job", it == holder.end() ? nlohmann::json() : nlohmann::json(it->second)}});
+           {"job", it == holder.end() ? nlohmann::json() : nlohmann::json(it->second)},
+           {"other_store", held_by}});
     }
     print(t.render(f));
     if (f == Format::kTable)

@@ -50,7 +50,9 @@ struct RunCommand {
                    format_usd(job.rate_per_gpu_hour).c_str(), inventory->source.c_str());
     if (inventory) {
       auto got = engine::acquire_gpus(*store, job, *inventory, flags.no_wait, &signals, true);
-      if (got != engine::Acquired::kClaimed) return give_up(*store, job, got);
+      if (got != engine::Acquired::kClaimed)
+        return give_up(*store, job, got,
+                       engine::held_by_other_stores(*store, job.gpu_type, *inventory));
     } else {
       job.state = JobState::kStarting;
       store->update_job(job);
@@ -74,7 +76,8 @@ struct RunCommand {
     return rc;
   }
 
-  int give_up(store::Store& store, JobRecord& job, engine::Acquired why) const {
+  int give_up(store::Store& store, JobRecord& job, engine::Acquired why,
+              const std::string& elsewhere) const {
     job.state = why == engine::Acquired::kBusy ? JobState::kFailed : JobState::kCancelled;
     job.ended_at = unix_now();
     job.note = why == engine::Acquired::kBusy ? "not started: its GPUs were busy (--no-wait)"
@@ -85,7 +88,7 @@ struct RunCommand {
     if (why == engine::Acquired::kBusy)
       throw Fatal("--no-wait: not enough free " + job.gpu_type + " GPUs for --gpu " + job.gpu_type +
                   ":" + std::to_string(job.gpu_count) + " right now (job " +
-                  std::to_string(job.id) + " not started)");
+                  std::to_string(job.id) + " not started)" + elsewhere);
     std::fprintf(stderr, "nodus: job %lld cancelled while waiting for GPUs\n",
                  static_cast<long long>(job.id));
     return exit_code::kInterrupted;

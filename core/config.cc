@@ -15,6 +15,9 @@ const std::vector<ConfigKey>& config_keys() {
       {"backend", "NODUS_BACKEND", "local", "backend for run and sweep: local or slurm"},
       {"local_gpus", "NODUS_LOCAL_GPUS", "",
        "declared GPU inventory, e.g. H100:4,L4:2 (else nvidia-smi)"},
+      {"gpu_locks", "NODUS_GPU_LOCKS", "",
+       "folder of the machine-wide GPU locks every store shares (default /run/nodus/gpus, else "
+       "/tmp/nodus-gpus)"},
       {"prices", "NODUS_PRICES", "",
        "user price catalog, merged over the built-in one: a JSON file or an https URL"},
       {"prices_only", "NODUS_PRICES_ONLY", "0",

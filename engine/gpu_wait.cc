@@ -6,8 +6,24 @@
 #include <cstdio>
 
 #include "engine/signals.h"
+#include "store/gpu_locks.h"
 
 namespace nodus::engine {
+
+std::string held_by_other_stores(const store::Store& store, const std::string& type,
+                                 const Inventory& inventory) {
+  std::string out;
+  for (const auto& g : inventory.gpus) {
+    if (g.type != type) continue;
+    auto holder = store::gpu_holder(g.index);
+    if (!holder || holder->store == store.path()) continue;
+    out += "; GPU " + std::to_string(g.index) + " is held by job " +
+           std::to_string(holder->job_id) + " of the store " +
+           (holder->store.empty() ? "(unknown)" : holder->store) + " (pid " +
+           std::to_string(holder->pid) + ")";
+  }
+  return out;
+}
 
 Acquired acquire_gpus(store::Store& store, JobRecord& job, const Inventory& inventory, bool no_wait,
                       SignalWatch* signals, bool attach) {
@@ -28,9 +44,10 @@ Acquired acquire_gpus(store::Store& store, JobRecord& job, const Inventory& inve
     }
     if (no_wait) return Acquired::kBusy;
     if (!said && attach) {
-      std::fprintf(stderr, "nodus: job %lld waiting for %d free %s GPU%s (Ctrl-C to give up)\n",
+      std::fprintf(stderr, "nodus: job %lld waiting for %d free %s GPU%s (Ctrl-C to give up)%s\n",
                    static_cast<long long>(job.id), job.gpu_count, job.gpu_type.c_str(),
-                   job.gpu_count > 1 ? "s" : "");
+                   job.gpu_count > 1 ? "s" : "",
+                   held_by_other_stores(store, job.gpu_type, inventory).c_str());
       said = true;
     }
     pollfd p{signals ? signals->fd() : -1, POLLIN, 0};

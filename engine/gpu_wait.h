@@ -15,6 +15,12 @@ enum class Acquired { kClaimed, kBusy, kInterrupted };
 // frees them). Busy: waits, saying so once on stderr when `attach`, re-trying every 250 ms,
 // unless no_wait. A signal on `signals` ends the wait (kInterrupted). On kClaimed the row holds
 // the indices and state starting.
+// "; GPU 0 is held by job 4 of the store /home/b/.local/share/nodus/nodus.db (pid 812)": the
+// GPUs of `type` that another store's job holds (the machine-wide locks, store/gpu_locks.h),
+// which this store's `ps` cannot show; "" when none.
+std::string held_by_other_stores(const store::Store& store, const std::string& type,
+                                 const Inventory& inventory);
+
 Acquired acquire_gpus(store::Store& store, JobRecord& job, const Inventory& inventory, bool no_wait,
                       SignalWatch* signals, bool attach);
 

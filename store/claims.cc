@@ -8,6 +8,7 @@
 
 #include "core/cost.h"
 #include "core/parse.h"
+#include "store/gpu_locks.h"
 #include "store/impl.h"
 #include "store/job_rows.h"
 
@@ -73,27 +74,39 @@ std::optional<std::vector<int>> Store::claim_gpus(int64_t job_id, const std::str
   candidates.erase(std::unique(candidates.begin(), candidates.end(),
                                [](const Gpu& a, const Gpu& b) { return a.index == b.index; }),
                    candidates.end());
-  if (static_cast<int>(candidates.size()) < count) {
+  // Free in this store; now free on the machine: other stores' jobs hold the same GPUs through
+  // the machine-wide lock files (gpu_locks.h), which this process then holds for the job.
+  std::vector<const Gpu*> picked;
+  for (const Gpu& g : candidates) {
+    if (static_cast<int>(picked.size()) == count) break;
+    if (lock_gpu(g.index, job_id, path())) picked.push_back(&g);
+  }
+  if (static_cast<int>(picked.size()) < count) {
+    unlock_gpus(job_id, path());
     tx.commit();  // keep the cleanup of dead claims
     return std::nullopt;
   }
-
-  std::vector<int> picked;
-  for (int i = 0; i < count; ++i) {
-    const Gpu& g = candidates[i];
-    auto ins = db.prepare(
-        "INSERT INTO gpu_claims (gpu_index, gpu_type, job_id, owner_pid, owner_start) "
-        "VALUES (?, ?, ?, ?, ?)");
-    ins.bind_all(g.index, g.type, job_id, owner_pid, owner_start).run();
-    picked.push_back(g.index);
+  std::vector<int> indices;
+  try {
+    for (const Gpu* g : picked) {
+      auto ins = db.prepare(
+          "INSERT INTO gpu_claims (gpu_index, gpu_type, job_id, owner_pid, owner_start) "
+          "VALUES (?, ?, ?, ?, ?)");
+      ins.bind_all(g->index, g->type, job_id, owner_pid, owner_start).run();
+      indices.push_back(g->index);
+    }
+    auto upd = db.prepare("UPDATE jobs SET gpu_indices = ? WHERE id = ?");
+    upd.bind_all(join_indices(indices), job_id).run();
+    tx.commit();
+  } catch (...) {
+    unlock_gpus(job_id, path());
+    throw;
   }
-  auto upd = db.prepare("UPDATE jobs SET gpu_indices = ? WHERE id = ?");
-  upd.bind_all(join_indices(picked), job_id).run();
-  tx.commit();
-  return picked;
+  return indices;
 }
 
 void Store::release_gpus(int64_t job_id) {
+  unlock_gpus(job_id, path());  // a no-op in any process but the claimant
   auto lock = impl_->lock();
   Db& db = impl_->db;
   Transaction tx(db, Transaction::Mode::kImmediate);

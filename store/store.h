@@ -90,12 +90,14 @@ class Store {
 
   // --- GPUs ---
   // Atomically claims `count` free GPUs of `type` for job_id, owned by the given supervisor
-  // (pid + start time). Claims of dead owners are freed first. Returns the indices, or nullopt
+  // (pid + start time). Claims of dead owners are freed first. A GPU is free when no job of this
+  // store claims it and no other store on the machine holds its lock (gpu_locks.h), which the
+  // calling process then holds until release_gpus or its exit. Returns the indices, or nullopt
   // when not enough are free now. Lowest free indices first; the job's gpu_indices are updated.
   std::optional<std::vector<int>> claim_gpus(int64_t job_id, const std::string& type, int count,
                                              const std::vector<Gpu>& inventory, int64_t owner_pid,
                                              int64_t owner_start);
-  void release_gpus(int64_t job_id);  // deletes the job's claims
+  void release_gpus(int64_t job_id);  // deletes the job's claims; this process's locks go too
   // Indices currently claimed (live owners only).
   std::vector<int> claimed_gpus();
 

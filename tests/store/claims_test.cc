@@ -4,11 +4,15 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 
+#include <sys/wait.h>
+
 #include <fstream>
+#include <functional>
 #include <map>
 #include <sstream>
 #include <thread>
 
+#include "store/gpu_locks.h"
 #include "store/sqlite.h"
 #include "store/store.h"
 #include "store_test_util.h"
@@ -114,16 +118,15 @@ TEST(StoreClaims, AZombieOwnerIsDead) {
   ::close(ready[1]);
 }
 
-// 4 processes x 50 claim/release cycles of 1 or 2 GPUs on a 2-GPU inventory. Each holder appends
-// "+ <gpu> <pid>" to a shared log after its claim commits and "- <gpu> <pid>" before it
-// releases; O_APPEND writes are ordered, so a GPU claimed twice at once shows as a second "+"
-// before the "-" of the first.
-TEST(StoreClaims, ConcurrentProcessesNeverShareAGpu) {
-  TempDir dir;
+// 4 processes x 50 claim/release cycles of 1 or 2 GPUs on a 2-GPU inventory, each process on
+// the store store_of(p). Each holder appends "+ <gpu> <pid>" to a shared log after its claim
+// commits and "- <gpu> <pid>" before it releases; O_APPEND writes are ordered, so a GPU claimed
+// twice at once shows as a second "+" before the "-" of the first.
+void expect_never_shared(const TempDir& dir, const std::function<std::string(int)>& store_of) {
   const auto inv = inventory("H100", 2);
   const std::string log_path = dir.path() + "/claims.log";
-  Store::open(dir.db());
   constexpr int kProcs = 4, kCycles = 50;
+  for (int p = 0; p < kProcs; ++p) Store::open(store_of(p));
 
   std::vector<pid_t> children;
   for (int p = 0; p < kProcs; ++p) {
@@ -134,7 +137,7 @@ TEST(StoreClaims, ConcurrentProcessesNeverShareAGpu) {
                            std::to_string(::getpid()) + "\n";
         return ::write(log, line.data(), line.size()) == static_cast<ssize_t>(line.size());
       };
-      auto store = Store::open(dir.db());
+      auto store = Store::open(store_of(p));
       int64_t job = store->insert_job(testing::plain_job(JobState::kWaiting));
       const int64_t start = process_start_time(::getpid());
       for (int done = 0; done < kCycles;) {
@@ -179,7 +182,70 @@ TEST(StoreClaims, ConcurrentProcessesNeverShareAGpu) {
     }
   }
   EXPECT_EQ(claims, kProcs * kCycles * 3 / 2);  // half the cycles take 1 GPU, half take 2
-  EXPECT_TRUE(Store::open(dir.db())->claimed_gpus().empty());
+  for (int p = 0; p < kProcs; ++p) EXPECT_TRUE(Store::open(store_of(p))->claimed_gpus().empty());
+}
+
+TEST(StoreClaims, ConcurrentProcessesNeverShareAGpu) {
+  TempDir dir;
+  expect_never_shared(dir, [&](int) { return dir.db(); });
+}
+
+// Two users, or two shells with different NODUS_HOME: each store is its own file, and the GPUs
+// are the machine's (store/gpu_locks.h).
+TEST(StoreClaims, ProcessesOfDifferentStoresNeverShareAGpu) {
+  TempDir dir;
+  expect_never_shared(dir, [&](int p) { return dir.path() + "/store" + std::to_string(p) + ".db"; });
+}
+
+TEST(StoreClaims, AGpuHeldByAnotherStoreNamesItsHolder) {
+  TempDir dir;
+  const auto inv = inventory("L4", 1);
+  auto a = Store::open(dir.path() + "/a.db");
+  auto b = Store::open(dir.path() + "/b.db");
+  int64_t ja = a->insert_job(testing::plain_job(JobState::kWaiting));
+  int64_t jb = b->insert_job(testing::plain_job(JobState::kWaiting));
+  ASSERT_TRUE(a->claim_gpus(ja, "L4", 1, inv, ::getpid(), self_start()));
+  EXPECT_FALSE(b->claim_gpus(jb, "L4", 1, inv, ::getpid(), self_start()));
+  auto holder = gpu_holder(0);
+  ASSERT_TRUE(holder);
+  EXPECT_EQ(holder->job_id, ja);
+  EXPECT_EQ(holder->store, a->path());
+  EXPECT_EQ(holder->pid, ::getpid());
+  a->release_gpus(ja);
+  EXPECT_FALSE(gpu_holder(0));
+  EXPECT_TRUE(b->claim_gpus(jb, "L4", 1, inv, ::getpid(), self_start()));
+  EXPECT_TRUE(locked_gpus(jb, b->path()) == std::vector<int>{0});
+  b->release_gpus(jb);
+}
+
+// The kernel drops a dead holder's lock, however it died: no cleanup, no stale GPU.
+TEST(StoreClaims, AHolderKilledWithSigkillFreesItsGpuForOtherStores) {
+  TempDir dir;
+  const auto inv = inventory("L4", 1);
+  int held[2];
+  ASSERT_EQ(::pipe(held), 0);
+  pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    auto a = Store::open(dir.path() + "/a.db");
+    int64_t j = a->insert_job(testing::plain_job(JobState::kWaiting));
+    bool ok = a->claim_gpus(j, "L4", 1, inv, ::getpid(), process_start_time(::getpid())).has_value();
+    if (::write(held[1], ok ? "y" : "n", 1) != 1) ::_exit(2);
+    ::pause();
+    ::_exit(0);
+  }
+  char c = 0;
+  ASSERT_EQ(::read(held[0], &c, 1), 1);
+  ASSERT_EQ(c, 'y');
+  auto b = Store::open(dir.path() + "/b.db");
+  int64_t jb = b->insert_job(testing::plain_job(JobState::kWaiting));
+  EXPECT_FALSE(b->claim_gpus(jb, "L4", 1, inv, ::getpid(), self_start()));
+  ::kill(child, SIGKILL);
+  ::waitpid(child, nullptr, 0);
+  EXPECT_TRUE(b->claim_gpus(jb, "L4", 1, inv, ::getpid(), self_start()));
+  b->release_gpus(jb);
+  ::close(held[0]);
+  ::close(held[1]);
 }
 
 TEST(StoreReconcile, DeadSupervisorsJobsBecomeLostAndBilledAndFreeTheirGpus) {

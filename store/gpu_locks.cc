@@ -1,0 +1,176 @@
+#include "store/gpu_locks.h"
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <sstream>
+#include <utility>
+
+#include "core/config.h"
+#include "core/error.h"
+#include "store/store.h"
+
+namespace nodus::store {
+namespace {
+
+constexpr const char* kRunDir = "/run/nodus/gpus";
+constexpr const char* kTmpDir = "/tmp/nodus-gpus";
+
+// The descriptors this process holds, per (store, job).
+struct Held {
+  std::mutex mu;
+  std::map<std::pair<std::string, int64_t>, std::vector<std::pair<int, int>>> fds;  // index, fd
+};
+Held& held() {
+  static Held h;
+  return h;
+}
+
+std::string sys_error(const std::string& what, const std::string& path) {
+  return "GPU locks: cannot " + what + " " + path + ": " + std::strerror(errno);
+}
+
+// mkdir -p, the last folder shared by every user (sticky, like /tmp).
+bool make_dirs(const std::string& dir) {
+  struct stat st{};
+  if (::stat(dir.c_str(), &st) == 0) return S_ISDIR(st.st_mode);
+  auto slash = dir.rfind('/');
+  if (slash != std::string::npos && slash > 0 && !make_dirs(dir.substr(0, slash))) return false;
+  if (::mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) return false;
+  return true;
+}
+
+bool usable(const std::string& dir) {
+  if (!make_dirs(dir)) return false;
+  struct stat st{};
+  if (::stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) return false;
+  if (st.st_uid == ::geteuid() && (st.st_mode & 07777) != 01777) ::chmod(dir.c_str(), 01777);
+  return ::access(dir.c_str(), W_OK | X_OK) == 0;
+}
+
+std::string file_of(int index) { return gpu_lock_dir() + "/gpu" + std::to_string(index) + ".lock"; }
+
+// Opens the lock file of a GPU, creating it readable and writable by every user.
+int open_lock(const std::string& path) {
+  int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0666);
+  if (fd < 0) throw Fatal(sys_error("open", path));
+  struct stat st{};
+  if (::fstat(fd, &st) == 0 && st.st_uid == ::geteuid()) ::fchmod(fd, 0666);
+  return fd;
+}
+
+// True when fd is still the file at path (nobody replaced it between open and flock).
+bool same_file(int fd, const std::string& path) {
+  struct stat a{}, b{};
+  return ::fstat(fd, &a) == 0 && ::lstat(path.c_str(), &b) == 0 && a.st_dev == b.st_dev &&
+         a.st_ino == b.st_ino;
+}
+
+void write_holder(int fd, int64_t job_id, const std::string& store_path) {
+  std::string text = "pid " + std::to_string(::getpid()) + "\njob " + std::to_string(job_id) +
+                     "\nstore " + store_path + "\n";
+  if (::ftruncate(fd, 0) != 0) return;  // the lock holds without it; only `gpus` says less
+  ssize_t ignored = ::pwrite(fd, text.data(), text.size(), 0);
+  (void)ignored;
+}
+
+}  // namespace
+
+std::string gpu_lock_dir() {
+  if (auto dir = config_env("gpu_locks")) {
+    if (!usable(*dir))
+      throw Fatal("NODUS_GPU_LOCKS=" + *dir + ": not a folder nodus can create and write (" +
+                  std::strerror(errno) + ")");
+    return *dir;
+  }
+  static const std::string chosen = [] {
+    if (usable(kRunDir)) return std::string(kRunDir);
+    if (usable(kTmpDir)) return std::string(kTmpDir);
+    throw Fatal(std::string("GPU locks: neither ") + kRunDir + " nor " + kTmpDir +
+                " can be created and written; set NODUS_GPU_LOCKS to a folder every nodus on "
+                "this machine can write");
+  }();
+  return chosen;
+}
+
+bool lock_gpu(int index, int64_t job_id, const std::string& store_path) {
+  const std::string path = file_of(index);
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    int fd = open_lock(path);
+    if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+      int err = errno;
+      ::close(fd);
+      if (err == EWOULDBLOCK) return false;
+      errno = err;
+      throw Fatal(sys_error("lock", path));
+    }
+    if (!same_file(fd, path)) {  // replaced under us: lock the file that is there now
+      ::close(fd);
+      continue;
+    }
+    write_holder(fd, job_id, store_path);
+    Held& h = held();
+    std::lock_guard g(h.mu);
+    h.fds[{store_path, job_id}].push_back({index, fd});
+    return true;
+  }
+  return false;
+}
+
+void unlock_gpus(int64_t job_id, const std::string& store_path) {
+  Held& h = held();
+  std::lock_guard g(h.mu);
+  auto it = h.fds.find({store_path, job_id});
+  if (it == h.fds.end()) return;
+  for (auto [index, fd] : it->second) {
+    (void)index;
+    // Emptied first so nobody reads a stale holder; the unlock happens either way.
+    if (::ftruncate(fd, 0) != 0) errno = 0;
+    ::close(fd);
+  }
+  h.fds.erase(it);
+}
+
+std::vector<int> locked_gpus(int64_t job_id, const std::string& store_path) {
+  Held& h = held();
+  std::lock_guard g(h.mu);
+  std::vector<int> out;
+  auto it = h.fds.find({store_path, job_id});
+  if (it != h.fds.end())
+    for (auto [index, fd] : it->second) out.push_back(index);
+  return out;
+}
+
+std::optional<GpuHolder> gpu_holder(int index) {
+  const std::string path = file_of(index);
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+  if (fd < 0) return std::nullopt;
+  // A shared lock succeeds only when nobody holds the exclusive one: then the GPU is free.
+  if (::flock(fd, LOCK_SH | LOCK_NB) == 0) {
+    ::close(fd);
+    return std::nullopt;
+  }
+  char buf[4096];
+  ssize_t n = ::pread(fd, buf, sizeof buf, 0);
+  ::close(fd);
+  GpuHolder holder;
+  std::istringstream in(std::string(buf, n > 0 ? static_cast<size_t>(n) : 0));
+  std::string key;
+  while (in >> key) {
+    if (key == "pid") in >> holder.pid;
+    else if (key == "job") in >> holder.job_id;
+    else if (key == "store") {
+      in.get();
+      std::getline(in, holder.store);
+    }
+  }
+  return holder;
+}
+
+}  // namespace nodus::store

@@ -1,0 +1,85 @@
+// GPUs are the machine's, not a store's: two stores (two users, or two shells with different
+// NODUS_HOME) on one machine never run jobs on the same GPU at once (store/gpu_locks.h). Both
+// homes here share this test process's lock folder (tests/test_env.cc), as two stores on one
+// machine share /run/nodus/gpus.
+
+#include <gtest/gtest.h>
+
+#include <set>
+#include <sstream>
+#include <thread>
+
+#include "cli/fixtures.h"
+
+namespace nodus::testing {
+namespace {
+
+std::map<std::string, std::string> h100s(const NodusHome& home, int count) {
+  return {{"NODUS_LOCAL_GPUS", "H100:" + std::to_string(count)},
+          {"NODUS_PRICES", write_test_prices(home)}};
+}
+
+TEST(GpuSharing, RunsOfTwoStoresNeverShareAGpu) {
+  NodusHome a, b;
+  const std::string log = a.file("gpus.log");
+  const std::string script = "echo start $CUDA_VISIBLE_DEVICES $(date +%s.%N) >> " + log +
+                             "; sleep 0.5; echo end $CUDA_VISIBLE_DEVICES $(date +%s.%N) >> " + log;
+  std::vector<pid_t> runs;
+  for (int i = 0; i < 4; ++i) {
+    const NodusHome& home = i % 2 ? b : a;
+    runs.push_back(home.start({"run", "--gpu", "H100", "--", "sh", "-c", script}, h100s(home, 1)));
+  }
+  for (pid_t p : runs) EXPECT_EQ(wait_exit(p, std::chrono::seconds(60)), 0);
+  std::set<std::string> open;
+  std::istringstream in(read_file(log));
+  std::string what, gpu;
+  double t;
+  int lines = 0;
+  while (in >> what >> gpu >> t) {
+    ++lines;
+    if (what == "start") {
+      EXPECT_EQ(open.count(gpu), 0u) << "GPU " << gpu << " handed out twice:\n" << read_file(log);
+      open.insert(gpu);
+    } else {
+      open.erase(gpu);
+    }
+  }
+  EXPECT_EQ(lines, 8) << read_file(log);
+}
+
+TEST(GpuSharing, AGpuHeldByAnotherStoreIsNamedWhereItIsRefused) {
+  NodusHome a, b;
+  const std::string go = a.file("go");
+  auto first = a.run({"run", "-d", "--gpu", "H100", "--", "sh", "-c",
+                      "while [ ! -e " + go + " ]; do sleep 0.05; done"},
+                     h100s(a, 1));
+  ASSERT_EQ(first.code, 0) << first.err;
+  const std::string id = first.out.substr(0, first.out.find('\n'));
+
+  auto refused = b.run({"run", "--gpu", "H100", "--no-wait", "--", "true"}, h100s(b, 1));
+  EXPECT_EQ(refused.code, 125) << refused.err;
+  // The last line is the error: one line that names the holder.
+  std::string last = refused.err.substr(0, refused.err.size() - 1);
+  last = last.substr(last.rfind('\n') + 1);
+  EXPECT_NE(last.find("--no-wait"), std::string::npos) << refused.err;
+  EXPECT_NE(last.find("GPU 0 is held by job " + id + " of the store " + a.file("nodus.db")),
+            std::string::npos)
+      << refused.err;
+
+  auto gpus = b.run({"gpus", "--format", "json"}, h100s(b, 1));
+  ASSERT_EQ(gpus.code, 0) << gpus.err;
+  auto rows = nlohmann::json::parse(gpus.out);
+  ASSERT_EQ(rows.size(), 1u) << gpus.out;
+  EXPECT_TRUE(rows[0]["job"].is_null()) << "no job of b's store holds it";
+  EXPECT_EQ(rows[0]["other_store"]["job"], std::stoll(id)) << gpus.out;
+  EXPECT_EQ(rows[0]["other_store"]["store"], a.file("nodus.db")) << gpus.out;
+
+  write_file(go, "");
+  // The supervisor frees its GPUs before it records the end: once `wait` returns they are b's.
+  EXPECT_EQ(a.run({"wait", id}, h100s(a, 1)).code, 0);
+  auto second = b.run({"run", "--gpu", "H100", "--no-wait", "--", "true"}, h100s(b, 1));
+  EXPECT_EQ(second.code, 0) << second.err;
+}
+
+}  // namespace
+}  // namespace nodus::testing
