@@ -96,6 +96,25 @@ TEST(Secrets, NeverStoredNorPrintedButTheJobSeesThem) {
   EXPECT_EQ(j["env"]["MIRROR"], "https://<redacted>@example.com/x?token=<redacted>");
 }
 
+// Issue 28: NODUS_PRICES is no secret setting, but an https URL in it may carry credentials.
+TEST(Secrets, ConfigRedactsThePricesUrlLikeTheSlurmUrl) {
+  NodusHome home;
+  std::map<std::string, std::string> env = {
+      {"NODUS_PRICES", "https://me:SECRETprices1@prices.example/p.json?token=SECRETprices2"},
+      {"NODUS_SLURM_URL", "https://me:SECRETslurm3@slurm.example:6820"}};
+  std::string printed;
+  for (auto format : {"table", "json", "csv", "md"}) {
+    auto r = home.run({"config", "--format", format}, env);
+    ASSERT_EQ(r.code, 0) << r.err;
+    printed += r.out + r.err;
+  }
+  EXPECT_EQ(printed.find("SECRET"), std::string::npos) << printed;
+  auto j = nlohmann::json::parse(home.run({"config", "--format", "json"}, env).out);
+  for (const auto& row : j)
+    if (row["key"] == "prices")
+      EXPECT_EQ(row["value"], "https://me:<redacted>@prices.example/p.json?token=<redacted>");
+}
+
 TEST(Secrets, DetachedRunsAndSweepsKeepThemOutOfTheStoreToo) {
   NodusHome home;
   std::string seen = home.file("seen");
