@@ -1,5 +1,6 @@
 #include "cli/spec_file.h"
 
+#include <yaml-cpp/depthguard.h>  // YAML::DeepRecursion
 #include <yaml-cpp/yaml.h>
 
 #include <cerrno>
@@ -9,6 +10,7 @@
 
 #include "core/error.h"
 #include "core/files.h"
+#include "core/json_input.h"
 #include "core/secret.h"
 #include "core/text.h"
 
@@ -76,10 +78,24 @@ class Spec {
     fail(v.Mark(), "params." + name + ": expected a list, a range or a map");
   }
 
+  // A spec needs 4 levels (params.lr.choices[0]); a "[[[[..." bomb is refused at JSON's limit.
+  // The walk is bounded too: aliases can make a small file a huge tree.
+  void check_depth(const YAML::Node& n, size_t depth = 1) {
+    if (depth > kJsonMaxDepth) fail(n.Mark(), json_depth_words());
+    if (++visited_ > kMaxNodes)
+      fail(n.Mark(), "more than " + std::to_string(kMaxNodes) + " values (through aliases?)");
+    if (n.IsSequence())
+      for (const auto& item : n) check_depth(item, depth + 1);
+    if (n.IsMap())
+      for (const auto& kv : n) check_depth(kv.second, depth + 1);
+  }
+
   const std::string& path() const { return path_; }
 
  private:
+  static constexpr size_t kMaxNodes = 1 << 20;  // a 1 MiB file holds fewer without aliases
   std::string path_;
+  size_t visited_ = 0;
 };
 
 bool given(const CLI::App& app, const std::string& name) {
@@ -96,9 +112,12 @@ void apply_spec_file(const std::string& path, const CLI::App& app, RunFlags& run
   YAML::Node root;
   try {
     root = YAML::Load(text);
+  } catch (const YAML::DeepRecursion& e) {  // yaml-cpp's own guard, at 2000 levels
+    spec.fail(e.mark, json_depth_words());
   } catch (const YAML::Exception& e) {
     spec.fail(e.mark, e.msg);
   }
+  spec.check_depth(root);
   if (!root.IsMap()) spec.fail(root.Mark(), "expected a map of keys (name, gpu, command, ...)");
   std::set<std::string> keys = {"name",    "gpu",        "resources",    "caps",
                                 "env",     "workdir",    "image",        "backend",
