@@ -115,6 +115,31 @@ TEST(Secrets, ConfigRedactsThePricesUrlLikeTheSlurmUrl) {
       EXPECT_EQ(row["value"], "https://me:<redacted>@prices.example/p.json?token=<redacted>");
 }
 
+// Issue 28: NODUS_CGROUP=banana was read as "not off", so on. Only the documented values pass.
+TEST(ConfigChoices, UndocumentedValuesAreRefusedBeforeAnythingRuns) {
+  NodusHome home;
+  std::string ran = home.file("ran");
+  for (const char* var : {"NODUS_CGROUP", "NODUS_CPUSETS"}) {
+    for (const char* value : {"banana", "OFF", "off ", "1"}) {
+      for (std::vector<std::string> cmd :
+           {std::vector<std::string>{"run"}, std::vector<std::string>{"sweep", "-p", "i=1,2"}}) {
+        cmd.insert(cmd.end(), {"--", "sh", "-c", "touch " + ran});
+        auto r = home.run(cmd, {{var, value}});
+        EXPECT_EQ(r.code, 125) << var << "=" << value << " " << r.err;
+        EXPECT_EQ(r.err, "nodus: " + std::string(var) + ": invalid value '" + value +
+                             "': expected auto or off\n");
+      }
+    }
+  }
+  EXPECT_FALSE(fs::exists(ran)) << "a job ran";
+  EXPECT_EQ(nlohmann::json::parse(home.run({"ps", "-a", "--format", "json"}).out).size(), 0u);
+  EXPECT_EQ(home.run({"config"}, {{"NODUS_CGROUP", "banana"}}).code, 0) << "config shows it";
+  for (const char* value : {"auto", "off"}) {
+    auto r = home.run({"run", "--", "true"}, {{"NODUS_CGROUP", value}, {"NODUS_CPUSETS", value}});
+    EXPECT_EQ(r.code, 0) << value << " " << r.err;
+  }
+}
+
 TEST(Secrets, DetachedRunsAndSweepsKeepThemOutOfTheStoreToo) {
   NodusHome home;
   std::string seen = home.file("seen");
