@@ -10,6 +10,7 @@
 #include "billing/builtin_prices.h"  // generated from billing/prices.json
 #include "billing/catalog.h"
 #include "billing/json_lines.h"
+#include "core/json_input.h"
 #include "core/parse.h"
 
 namespace nodus::billing {
@@ -167,6 +168,9 @@ Error error_at(const std::string& origin, int line, const std::string& what) {
 }  // namespace
 
 Result<Catalog> Catalog::parse(std::string_view json_text, const std::string& origin) {
+  // Refused before parsing: a bracket bomb under the size limit would take gigabytes to build.
+  if (auto at = json_too_deep_at(json_text))
+    return error_at(origin, line_at(json_text, *at), json_depth_words());
   json doc;
   try {
     doc = json::parse(json_text);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <set>
+#include <stdexcept>
 
 #include "core/error.h"
 #include "core/parse.h"
@@ -198,6 +199,26 @@ void harden(CLI::App& app) {
   for (CLI::Option* opt : app.get_options())
     if (takes_value(opt)) opt->check(basic);
   for (CLI::App* sub : app.get_subcommands([](CLI::App*) { return true; })) harden(*sub);
+}
+
+std::string flag_value_problem(CLI::App& app, const std::string& flag, std::string value) {
+  CLI::Option* opt = app.get_option_no_throw(flag);
+  if (opt == nullptr) throw std::logic_error("no option " + flag);
+  for (int i = 0;; ++i) {
+    CLI::Validator* check = nullptr;
+    try {
+      check = opt->get_validator(i);
+    } catch (const CLI::OptionNotFound&) {
+      return "";  // past the last one
+    }
+    std::string problem;
+    try {
+      problem = (*check)(value);
+    } catch (const CLI::ValidationError& e) {
+      problem = e.what();
+    }
+    if (!problem.empty()) return problem;
+  }
 }
 
 CommandLine split_command_line(const CLI::App& app, const std::vector<std::string>& args) {

@@ -39,6 +39,11 @@ Result<void> check_name(const std::string& name, const std::string& flag);
 // Adds to every option of every subcommand that takes a value: not empty, valid UTF-8.
 void harden(CLI::App& app);
 
+// What `flag` of `app` says of `value` (its own validators, those harden() added included):
+// the first complaint, "" when the command line would take it. Spec files check their values
+// with it, so a file and a flag refuse the same things in the same words.
+std::string flag_value_problem(CLI::App& app, const std::string& flag, std::string value);
+
 // Splits argv (without argv[0]) into what CLI11 parses and the job's command: everything after
 // the first "--", or for a command-taking subcommand, from its first word that is neither an
 // option nor an option's value. Throws Fatal for an unknown subcommand (with the nearest one)

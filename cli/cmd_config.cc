@@ -19,7 +19,11 @@ struct ConfigCommand {
     for (const auto& k : config_keys()) {
       std::string value = config_get(k.key);
       if (k.key == std::string("home") && value.empty()) value = nodus_home();
-      if (k.secret && !value.empty()) value = redact_setting(k.key, value);
+      // A non-secret setting may still hold a URL with credentials (NODUS_PRICES=https://u:p@h).
+      if (k.secret && !value.empty())
+        value = redact_setting(k.key, value);
+      else
+        value = redact_urls(value);
       t.add_row({k.key, k.env, value.empty() ? "-" : value,
                  *k.default_value ? k.default_value : "-", k.meaning},
                 {{"key", k.key},

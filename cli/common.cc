@@ -100,6 +100,7 @@ void add_run_flags(CLI::App* sub, RunFlags& f) {
 }
 
 engine::JobRequest to_request(const RunFlags& f) {
+  check_config_choices();
   engine::JobRequest r;
   r.argv = f.command;
   r.name = f.name;

@@ -1,14 +1,18 @@
 #include "cli/spec_file.h"
 
+#include <yaml-cpp/depthguard.h>  // YAML::DeepRecursion
 #include <yaml-cpp/yaml.h>
 
 #include <cerrno>
 #include <cstdlib>
+#include <map>
 #include <set>
 #include <type_traits>
 
+#include "cli/args.h"
 #include "core/error.h"
 #include "core/files.h"
+#include "core/json_input.h"
 #include "core/secret.h"
 #include "core/text.h"
 
@@ -26,6 +30,7 @@ class Spec {
 
   // A scalar as written; lists and maps are refused where a value is expected.
   std::string scalar(const YAML::Node& n, const std::string& key) const {
+    if (n.IsNull()) fail(n.Mark(), key + ": no value (write one, or leave the key out)");
     if (!n.IsScalar()) fail(n.Mark(), key + ": expected a value, not a list or a map");
     return n.Scalar();
   }
@@ -76,10 +81,34 @@ class Spec {
     fail(v.Mark(), "params." + name + ": expected a list, a range or a map");
   }
 
+  // A spec needs 4 levels (params.lr.choices[0]); a "[[[[..." bomb is refused at JSON's limit.
+  // The walk is bounded too: aliases can make a small file a huge tree.
+  void check_depth(const YAML::Node& n, size_t depth = 1) {
+    if (depth > kJsonMaxDepth) fail(n.Mark(), json_depth_words());
+    if (++visited_ > kMaxNodes)
+      fail(n.Mark(), "more than " + std::to_string(kMaxNodes) + " values (through aliases?)");
+    if (n.IsSequence())
+      for (const auto& item : n) check_depth(item, depth + 1);
+    if (n.IsMap()) {
+      std::map<std::string, int> lines;  // yaml-cpp keeps every duplicate but finds the first
+      for (const auto& kv : n) {
+        if (kv.first.IsScalar()) {
+          auto [it, fresh] = lines.emplace(kv.first.Scalar(), kv.first.Mark().line + 1);
+          if (!fresh)
+            fail(kv.first.Mark(), "duplicate key '" + escape_control(kv.first.Scalar()) +
+                                      "' (first at line " + std::to_string(it->second) + ")");
+        }
+        check_depth(kv.second, depth + 1);
+      }
+    }
+  }
+
   const std::string& path() const { return path_; }
 
  private:
+  static constexpr size_t kMaxNodes = 1 << 20;  // a 1 MiB file holds fewer without aliases
   std::string path_;
+  size_t visited_ = 0;
 };
 
 bool given(const CLI::App& app, const std::string& name) {
@@ -89,16 +118,18 @@ bool given(const CLI::App& app, const std::string& name) {
 
 }  // namespace
 
-void apply_spec_file(const std::string& path, const CLI::App& app, RunFlags& run,
-                     SweepSpec* sweep) {
+void apply_spec_file(const std::string& path, CLI::App& app, RunFlags& run, SweepSpec* sweep) {
   Spec spec(path);
   std::string text = value_or_throw(read_input_file(path, "spec file", 1 << 20));
   YAML::Node root;
   try {
     root = YAML::Load(text);
+  } catch (const YAML::DeepRecursion& e) {  // yaml-cpp's own guard, at 2000 levels
+    spec.fail(e.mark, json_depth_words());
   } catch (const YAML::Exception& e) {
     spec.fail(e.mark, e.msg);
   }
+  spec.check_depth(root);
   if (!root.IsMap()) spec.fail(root.Mark(), "expected a map of keys (name, gpu, command, ...)");
   std::set<std::string> keys = {"name",    "gpu",        "resources",    "caps",
                                 "env",     "workdir",    "image",        "backend",
@@ -106,9 +137,19 @@ void apply_spec_file(const std::string& path, const CLI::App& app, RunFlags& run
   if (sweep) keys.insert({"params", "objective", "repeat", "parallel", "sample", "seed"});
   spec.check_keys(root, keys, sweep ? "" : " (a job spec; params and the like are for sweep -f)");
 
+  // A value passes the checks of the flag it stands for, in the flag's words; a bad one is
+  // refused even where a flag overrides it.
+  auto value_of = [&](const YAML::Node& n, const std::string& key, const std::string& flag) {
+    std::string v = spec.scalar(n, key);
+    if (auto problem = flag_value_problem(app, flag, v); !problem.empty())
+      spec.fail(n.Mark(), key + ": " + problem);
+    return v;
+  };
   auto set = [&](const YAML::Node& n, const std::string& key, const std::string& flag,
                  std::string& field) {
-    if (n && !given(app, flag)) field = spec.scalar(n, key);
+    if (!n) return;
+    std::string v = value_of(n, key, flag);
+    if (!given(app, flag)) field = v;
   };
   set(root["name"], "name", "--name", run.name);
   set(root["gpu"], "gpu", "--gpu", run.gpu);
@@ -125,8 +166,7 @@ void apply_spec_file(const std::string& path, const CLI::App& app, RunFlags& run
     set(caps["max_cost"], "caps.max_cost", "--max-cost", run.max_cost);
     set(caps["timeout"], "caps.timeout", "--timeout", run.timeout);
     set(caps["grace"], "caps.grace", "--grace", run.grace);
-    if (sweep && caps["budget"] && !given(app, "--budget"))
-      sweep->budget = spec.scalar(caps["budget"], "caps.budget");
+    if (sweep && caps["budget"]) set(caps["budget"], "caps.budget", "--budget", sweep->budget);
   }
   set(root["workdir"], "workdir", "--workdir", run.workdir);
   set(root["image"], "image", "--image", run.image);
@@ -137,13 +177,18 @@ void apply_spec_file(const std::string& path, const CLI::App& app, RunFlags& run
     if (!env.IsMap()) spec.fail(env.Mark(), "env: expected a map of NAME: value");
     // The file's variables first, then the command line's (the later one wins).
     std::vector<std::string> from_file;
-    for (const auto& kv : env)
-      from_file.push_back(spec.scalar(kv.first, "env") + "=" + spec.scalar(kv.second, "env"));
+    for (const auto& kv : env) {
+      std::string pair = spec.scalar(kv.first, "env") + "=" + spec.scalar(kv.second, "env");
+      if (auto problem = flag_value_problem(app, "--env", pair); !problem.empty())
+        spec.fail(kv.first.Mark(), "env: " + problem);
+      from_file.push_back(pair);
+    }
     run.env.insert(run.env.begin(), from_file.begin(), from_file.end());
   }
   if (auto rx = root["metric_regex"]; rx && !given(app, "--metric-regex")) {
     if (!rx.IsSequence()) spec.fail(rx.Mark(), "metric_regex: expected a list of NAME=REGEX");
-    for (const auto& item : rx) run.metric_regex.push_back(spec.scalar(item, "metric_regex"));
+    for (const auto& item : rx)
+      run.metric_regex.push_back(value_of(item, "metric_regex", "--metric-regex"));
   }
   if (auto cmd = root["command"]; cmd && run.command.empty()) {
     // A list: each item one argument, never through a shell (write [sh, -c, "..."] for one).
@@ -163,7 +208,7 @@ void apply_spec_file(const std::string& path, const CLI::App& app, RunFlags& run
   }
   auto number = [&](const YAML::Node& n, const std::string& key, const std::string& flag,
                     auto& field, long long lo) {
-    if (!n || given(app, flag)) return;
+    if (!n) return;
     std::string s = spec.scalar(n, key);
     char* end = nullptr;
     errno = 0;
@@ -171,14 +216,16 @@ void apply_spec_file(const std::string& path, const CLI::App& app, RunFlags& run
     if (s.empty() || *end != '\0' || errno != 0 || v < lo)
       spec.fail(n.Mark(), key + ": invalid value '" + escape_control(s) + "': expected a whole " +
                               "number >= " + std::to_string(lo));
+    if (auto problem = flag_value_problem(app, flag, s); !problem.empty())
+      spec.fail(n.Mark(), key + ": " + problem);  // the flag's range (--repeat: 1 to 100)
+    if (given(app, flag)) return;
     field = static_cast<std::remove_reference_t<decltype(*field)>>(v);
   };
   number(root["repeat"], "repeat", "--repeat", sweep->repeat, 1);
   number(root["parallel"], "parallel", "--parallel", sweep->parallel, 1);
   number(root["sample"], "sample", "--sample", sweep->sample, 1);
   number(root["seed"], "seed", "--seed", sweep->seed, 0);
-  if (root["objective"] && !given(app, "--objective"))
-    sweep->objective = spec.scalar(root["objective"], "objective");
+  set(root["objective"], "objective", "--objective", sweep->objective);
 }
 
 std::string sweep_spec_yaml(const RunFlags& run, const SweepSpec& sweep) {

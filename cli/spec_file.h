@@ -28,7 +28,7 @@ struct SweepSpec {
 // Reads `path` into the options of `app` that were not given on its command line: run flags
 // into `run` and, when `sweep` is set (sweep -f), the sweep's own into it (a job spec with
 // sweep keys is refused). Throws Fatal naming file:line:column.
-void apply_spec_file(const std::string& path, const CLI::App& app, RunFlags& run, SweepSpec* sweep);
+void apply_spec_file(const std::string& path, CLI::App& app, RunFlags& run, SweepSpec* sweep);
 
 // The YAML for a sweep's command line (what --save writes).
 std::string sweep_spec_yaml(const RunFlags& run, const SweepSpec& sweep);

@@ -4,7 +4,10 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <sstream>
 #include <stdexcept>
+
+#include "core/error.h"
 
 namespace nodus {
 
@@ -37,9 +40,10 @@ const std::vector<ConfigKey>& config_keys() {
       {"nvidia_smi", "NODUS_NVIDIA_SMI", "nvidia-smi",
        "nvidia-smi executable used for the inventory"},
       {"cgroup", "NODUS_CGROUP", "auto",
-       "local job containment: auto (a cgroup v2 per job where one can be made) or off"},
+       "local job containment: auto (a cgroup v2 per job where one can be made) or off", false,
+       "auto off"},
       {"cpusets", "NODUS_CPUSETS", "auto",
-       "local jobs with GPUs run on their GPUs' share of the CPUs: auto or off"},
+       "local jobs with GPUs run on their GPUs' share of the CPUs: auto or off", false, "auto off"},
   };
   return keys;
 }
@@ -59,6 +63,22 @@ std::optional<std::string> config_env(const std::string& key) {
 std::string config_get(const std::string& key) {
   if (auto v = config_env(key)) return *v;
   return find_key(key).default_value;
+}
+
+void check_config_choices() {
+  for (const auto& k : config_keys()) {
+    auto value = config_env(k.key);
+    if (k.choices == nullptr || !value) continue;
+    std::istringstream words(k.choices);
+    std::string choice, allowed;
+    bool found = false;
+    while (words >> choice) {
+      found |= choice == *value;
+      allowed += (allowed.empty() ? "" : " or ") + choice;
+    }
+    if (!found)
+      throw Fatal(std::string(k.env) + ": invalid value '" + *value + "': expected " + allowed);
+  }
 }
 
 std::string nodus_home() {

@@ -13,7 +13,8 @@ struct ConfigKey {
   const char* env;
   const char* default_value;  // "" when none
   const char* meaning;
-  bool secret = false;  // never printed or stored
+  bool secret = false;            // never printed or stored
+  const char* choices = nullptr;  // the documented values, space-separated; nullptr: any text
 };
 
 const std::vector<ConfigKey>& config_keys();
@@ -22,6 +23,11 @@ const std::vector<ConfigKey>& config_keys();
 std::string config_get(const std::string& key);
 // The value if the variable is set and not empty.
 std::optional<std::string> config_env(const std::string& key);
+
+// Throws Fatal (exit 125) for the first variable with documented choices that holds another
+// value (NODUS_CGROUP=banana), naming it and the choices. Run and sweep call it before anything
+// is stored: read as "not off", such a value would silently mean "on".
+void check_config_choices();
 
 // $NODUS_HOME, else $XDG_DATA_HOME/nodus, else ~/.local/share/nodus.
 std::string nodus_home();

@@ -17,8 +17,15 @@ std::string upper(std::string_view s) {
 constexpr std::array<std::string_view, 14> kContained = {
     "TOKEN",      "SECRET", "PASSWORD", "PASSWD", "PASSPHRASE", "JWT",       "APIKEY",
     "CREDENTIAL", "AUTH",   "SESSION",  "COOKIE", "PRIVATE",    "SIGNATURE", "ACCESSKEY"};
-// Short words: secret only as a token of their own (HF_KEY, DB_PASS, GH_PAT, X-Amz-Sig).
-constexpr std::array<std::string_view, 4> kTokens = {"KEY", "PASS", "PAT", "SIG"};
+// Short words: secret only as a token of their own (HF_KEY, DB_PASS, GH_PAT, X-Amz-Sig,
+// STRIPE_SK, DB_PW).
+constexpr std::array<std::string_view, 7> kTokens = {"KEY", "PASS", "PAT", "SIG",
+                                                     "SK",  "PW",   "PWD"};
+// Endings that make a token secret when glued to a prefix (PGPASS, MYSQLPWD), and the English
+// words with the same ending that are not (COMPASS_DIR, BYPASS_CACHE).
+constexpr std::array<std::string_view, 2> kEndings = {"PASS", "PWD"};
+constexpr std::array<std::string_view, 5> kEnglishPass = {"COMPASS", "BYPASS", "SURPASS",
+                                                          "OVERPASS", "UNDERPASS"};
 
 std::vector<std::string> tokens(std::string_view name) {
   std::vector<std::string> out(1);
@@ -96,9 +103,21 @@ std::string redact_one(std::string_view url, size_t authority) {
   return out;
 }
 
+bool secret_token(const std::string& t) {
+  for (std::string_view word : kTokens)
+    if (t == word) return true;
+  for (std::string_view word : kEnglishPass)
+    if (t == word) return false;
+  for (std::string_view end : kEndings)
+    if (t.size() > end.size() && t.ends_with(end)) return true;
+  return false;
+}
+
 }  // namespace
 
 bool is_secret_name(std::string_view name) {
+  // The shell's working folders, set in every environment: paths, not passwords.
+  if (name == "PWD" || name == "OLDPWD") return false;
   std::string all = upper(name);
   std::string squeezed;  // API_KEY and ACCESS-KEY match APIKEY and ACCESSKEY
   for (char c : all)
@@ -106,8 +125,7 @@ bool is_secret_name(std::string_view name) {
   for (std::string_view word : kContained)
     if (squeezed.find(word) != std::string::npos) return true;
   for (const auto& t : tokens(name))
-    for (std::string_view word : kTokens)
-      if (t == word) return true;
+    if (secret_token(t)) return true;
   return false;
 }
 

@@ -12,10 +12,12 @@ constexpr std::string_view kRedacted = "<redacted>";
 
 // True for names whose values must never be stored or printed. A name is split into tokens at
 // '_', '-', '.', digits and lower-to-upper case changes (DB_PASS -> DB PASS, apiKey -> api Key).
-// Secret when any token is KEY, PASS, PAT or SIG, or the name (without separators) contains
-// TOKEN, SECRET, PASSWORD, PASSWD, PASSPHRASE, JWT, APIKEY, ACCESSKEY, CREDENTIAL, AUTH, SESSION,
-// COOKIE, PRIVATE or SIGNATURE. Short words count only as whole tokens so PATH, KEYBOARD and SIGMA
-// stay visible.
+// Secret when any token is KEY, PASS, PAT, SIG, SK, PW or PWD, or ends in PASS or PWD (PGPASS,
+// MYSQLPWD; not COMPASS, BYPASS, SURPASS, OVERPASS, UNDERPASS), or the name (without separators)
+// contains TOKEN, SECRET, PASSWORD, PASSWD, PASSPHRASE, JWT, APIKEY, ACCESSKEY, CREDENTIAL, AUTH,
+// SESSION, COOKIE, PRIVATE or SIGNATURE. Short words count only as whole tokens or endings so
+// PATH, KEYBOARD, SIGMA, DISK, PASSES and PASSENGER stay visible; PGPASSFILE (a path) too. The
+// shell's own PWD and OLDPWD (exactly those names) are folders, not passwords.
 bool is_secret_name(std::string_view name);
 
 // `value` with the credentials of every URL-looking part ("scheme://...") replaced: the password

@@ -7,6 +7,7 @@
 
 #include "backend/local/cgroup.h"
 #include "core/cost.h"
+#include "core/json_input.h"
 #include "core/parse.h"
 #include "core/proc.h"
 #include "sweep/metrics.h"
@@ -43,7 +44,7 @@ std::optional<nlohmann::json> read_state(const fs::path& path) {
   std::ifstream in(path);
   std::ostringstream text;
   text << in.rdbuf();
-  auto j = nlohmann::json::parse(text.str(), nullptr, false);
+  auto j = parse_untrusted_json(text.str());  // the job writes this file
   if (j.is_discarded() || !j.is_object()) return std::nullopt;
   return j;
 }

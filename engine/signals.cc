@@ -10,6 +10,8 @@
 namespace nodus::engine {
 
 SignalWatch::SignalWatch() {
+  // Not restored by the destructor: the end-of-job lines still go to a stdout that may be gone.
+  for (int sig : {SIGPIPE, SIGUSR1, SIGUSR2, SIGALRM, SIGQUIT}) std::signal(sig, SIG_IGN);
   sigset_t set;
   sigemptyset(&set);
   sigaddset(&set, SIGINT);

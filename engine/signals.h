@@ -3,6 +3,10 @@
 // (signalfd), so the supervisor's one wait covers the job, its deadline and the user.
 // Create it on the main thread before any other thread starts: the signals are blocked for
 // the whole process, and children get them unblocked again before exec.
+// It also ignores, for the rest of the process, the signals whose default would kill nodus
+// mid-job without a record: SIGPIPE (`nodus run | head`: the write fails with EPIPE instead),
+// and SIGUSR1, SIGUSR2, SIGALRM and SIGQUIT, which a job may send its parent. The job's own
+// dispositions are reset to the defaults before exec (backend/local/launch.cc).
 
 #include <optional>
 

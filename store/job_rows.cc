@@ -3,6 +3,8 @@
 #include <charconv>
 #include <iterator>
 
+#include "core/json_input.h"
+
 namespace nodus::store {
 namespace {
 
@@ -179,7 +181,7 @@ int bind_job(Stmt& stmt, const JobRecord& j) {
 
 nlohmann::json parse_json_column(Db& db, const std::string& text, const char* table, int64_t id,
                                  const char* column) {
-  auto v = nlohmann::json::parse(text, nullptr, false);
+  auto v = parse_untrusted_json(text);
   if (v.is_discarded())
     db.fail_message(std::string(table) + " row " + std::to_string(id) + " has malformed " + column +
                     " (not JSON)");

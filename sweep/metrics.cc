@@ -9,6 +9,8 @@
 #include <cmath>
 #include <nlohmann/json.hpp>
 
+#include "core/json_input.h"
+
 namespace nodus::sweep {
 namespace {
 
@@ -33,7 +35,7 @@ bool is_blank(std::string_view s) {
 bool parse_metrics_line(std::string_view line, double now, std::vector<MetricPoint>* out) {
   if (is_blank(line)) return true;
   // ordered_json keeps the fields in the order the job wrote them.
-  auto j = nlohmann::ordered_json::parse(line, nullptr, /*allow_exceptions=*/false);
+  auto j = parse_untrusted_json<nlohmann::ordered_json>(line);
   if (!j.is_object()) return false;
   double t = now;
   auto t_field = j.find("t");

@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "core/json_input.h"
 #include "core/parse.h"
 
 namespace nodus::sweep {
@@ -106,7 +107,7 @@ std::string cell_label(const std::vector<Param>& params) {
 nlohmann::json params_json(const std::vector<Param>& params) {
   nlohmann::json out = nlohmann::json::object();
   for (const auto& p : params) {
-    auto number = nlohmann::json::parse(p.value, nullptr, /*allow_exceptions=*/false);
+    auto number = parse_untrusted_json(p.value);
     // A number only when it prints back exactly as typed: 1e5 and 1.50 stay text, so every
     // output shows the value the user wrote.
     bool numeric =

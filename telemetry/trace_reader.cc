@@ -6,6 +6,8 @@
 #include <map>
 #include <unordered_map>
 
+#include "core/json_input.h"
+
 namespace nodus::telemetry {
 namespace {
 
@@ -85,6 +87,7 @@ class Collector : public nlohmann::json_sax<nlohmann::json> {
     return true;
   }
   bool start_object(std::size_t) override {
+    if (too_deep()) return false;
     stack_.push_back('{');
     if (events_level_ && stack_.size() == events_level_ + 1) begin_event();
     return true;
@@ -95,6 +98,7 @@ class Collector : public nlohmann::json_sax<nlohmann::json> {
     return true;
   }
   bool start_array(std::size_t) override {
+    if (too_deep()) return false;
     // The events: a bare top-level array (legacy) or the top-level object's "traceEvents".
     if (!events_level_ && (stack_.empty() || (stack_.size() == 1 && key_ == "traceEvents")))
       events_level_ = stack_.size() + 1;
@@ -107,6 +111,12 @@ class Collector : public nlohmann::json_sax<nlohmann::json> {
   }
   bool key(string_t& k) override {
     key_ = std::move(k);
+    return true;
+  }
+  // One more level would pass the JSON input limit: the reading stops there.
+  bool too_deep() {
+    if (stack_.size() < kJsonMaxDepth) return false;
+    error_ = "not a Chrome trace: " + json_depth_words();
     return true;
   }
   bool parse_error(std::size_t position, const std::string&,

@@ -98,7 +98,12 @@ long OutputPump::read_once(Stream s) {
     log_bytes_ += write_all(log_fd_, buf, static_cast<size_t>(n));
     index_.add(s, log_bytes_, unix_time());  // one pwrite, in place within a second
   }
-  if (attach_) write_all(s == kStdout ? STDOUT_FILENO : STDERR_FILENO, buf, static_cast<size_t>(n));
+  // A reader that left (`nodus run | head`): the rest of this stream goes to the log only.
+  if (attach_ && echo_[s] &&
+      write_all(s == kStdout ? STDOUT_FILENO : STDERR_FILENO, buf, static_cast<size_t>(n)) <
+          static_cast<size_t>(n) &&
+      errno == EPIPE)
+    echo_[s] = false;
   lines_[s].feed(std::string_view(buf, static_cast<size_t>(n)), on_line_);
   return n;
 }

@@ -64,6 +64,7 @@ class OutputPump {
   uint64_t log_bytes_ = 0;  // written to the log so far: where the next bytes land
   StreamIndexWriter index_;
   bool attach_;
+  bool echo_[2] = {true, true};  // false once that stream's reader is gone (EPIPE)
   LineFn on_line_;
   LineSplitter lines_[2];
 };

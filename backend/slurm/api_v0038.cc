@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "backend/slurm/api.h"
+#include "core/json_input.h"
 
 namespace nodus::backend::slurm {
 namespace {
@@ -32,7 +33,10 @@ std::string string_or_empty(const json& j, const char* key) {
 }
 
 Result<json> parse_object(std::string_view body, std::string_view what) {
-  json j = json::parse(body, nullptr, /*allow_exceptions=*/false);
+  if (json_too_deep_at(body))
+    return Error::permanent("slurmrestd answered " + std::string(what) + " with JSON " +
+                            json_depth_words());
+  json j = parse_untrusted_json(body);
   if (!j.is_object())
     return Error::permanent("slurmrestd answered " + std::string(what) +
                             " with something that is not a JSON object");
@@ -150,7 +154,7 @@ class ApiV0038 : public SlurmApi {
 
   std::vector<SlurmError> errors(std::string_view body) const override {
     std::vector<SlurmError> out;
-    json j = json::parse(body, nullptr, /*allow_exceptions=*/false);
+    json j = parse_untrusted_json(body);
     if (!j.is_object()) return out;
     auto list = j.find("errors");
     if (list == j.end() || !list->is_array()) return out;

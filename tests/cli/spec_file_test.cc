@@ -3,6 +3,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <filesystem>
+
 #include "cli/fixtures.h"
 
 namespace nodus::testing {
@@ -153,6 +156,52 @@ TEST(SpecFile, ErrorsNameFileLineAndColumnAndRunNothing) {
   EXPECT_EQ(nlohmann::json::parse(home.run({"ps", "-a", "--format", "json"}).out).size(), 0u);
   r = home.run({"sweep", "-f", home.file("missing.yaml")});
   EXPECT_EQ(r.code, 125);
+}
+
+// Issue 28: a file's value passes the checks of the flag it stands for (an empty cap is no cap
+// to drop, --repeat's 1 to 100 holds), a key appears once, and nothing runs or is stored.
+TEST(SpecFile, ValuesAreRefusedExactlyAsTheirFlagsAre) {
+  NodusHome home;
+  std::string f = home.file("bad.yaml");
+  std::string ran = home.file("ran");
+  std::string command = "command: [sh, -c, \"touch " + ran + "\"]\n";
+  struct Case {
+    std::string command;  // run or sweep
+    std::string text;     // the file, before its command
+    std::string words;    // what the error must say, after "FILE:LINE:COLUMN: "
+  };
+  for (const Case& c : std::vector<Case>{
+           {"run", "caps: {max_cost: \"\"}\n",
+            "caps.max_cost: invalid value '': expected a dollar amount > 0"},
+           {"run", "caps: {timeout: \"\"}\n",
+            "caps.timeout: invalid value '': expected a duration > 0"},
+           {"run", "caps: {max_cost: 0}\n", "caps.max_cost: invalid value '0'"},
+           {"run", "caps:\n  timeout:\n", "caps.timeout: no value"},
+           {"sweep", "params: {a: [1]}\ncaps: {budget: \"\"}\n",
+            "caps.budget: invalid value '': expected a dollar amount > 0"},
+           {"sweep", "params: {a: [1]}\nrepeat: 1000\n",
+            "repeat: Value 1000 not in range 1 to 100"},
+           {"sweep", "params: {a: [1]}\nparallel: 5000\n", "parallel: Value 5000 not in range"},
+           {"run", "name: \"\"\n", "name: invalid value '': expected a name"},
+           {"run", "name: s3\n", "name: invalid value 's3': looks like a job id"},
+           {"run", "name: a\nname: b\n", "2:1: duplicate key 'name' (first at line 1)"},
+           {"run", "caps: {timeout: 1h, timeout: 1s}\n", "duplicate key 'timeout'"},
+           {"run", "env: {A: 1, A: 2}\n", "duplicate key 'A'"},
+       }) {
+    write_file(f, c.text + command);
+    auto r = home.run({c.command, "-f", f});
+    EXPECT_EQ(r.code, 125) << c.text << r.err;
+    EXPECT_NE(r.err.find(f + ":"), std::string::npos) << c.text << r.err;
+    EXPECT_NE(r.err.find(c.words), std::string::npos) << c.text << r.err;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << c.text << r.err;
+  }
+  EXPECT_FALSE(std::filesystem::exists(ran)) << "a refused file ran its command";
+  EXPECT_EQ(nlohmann::json::parse(home.run({"ps", "-a", "--format", "json"}).out).size(), 0u);
+  // The same values the flags take are taken from a file.
+  write_file(f, "name: fine\ncaps: {timeout: 30s}\n" + command);
+  auto r = home.run({"run", "-f", f});
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_TRUE(std::filesystem::exists(ran));
 }
 
 }  // namespace

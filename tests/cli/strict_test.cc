@@ -96,6 +96,50 @@ TEST(Secrets, NeverStoredNorPrintedButTheJobSeesThem) {
   EXPECT_EQ(j["env"]["MIRROR"], "https://<redacted>@example.com/x?token=<redacted>");
 }
 
+// Issue 28: NODUS_PRICES is no secret setting, but an https URL in it may carry credentials.
+TEST(Secrets, ConfigRedactsThePricesUrlLikeTheSlurmUrl) {
+  NodusHome home;
+  std::map<std::string, std::string> env = {
+      {"NODUS_PRICES", "https://me:SECRETprices1@prices.example/p.json?token=SECRETprices2"},
+      {"NODUS_SLURM_URL", "https://me:SECRETslurm3@slurm.example:6820"}};
+  std::string printed;
+  for (auto format : {"table", "json", "csv", "md"}) {
+    auto r = home.run({"config", "--format", format}, env);
+    ASSERT_EQ(r.code, 0) << r.err;
+    printed += r.out + r.err;
+  }
+  EXPECT_EQ(printed.find("SECRET"), std::string::npos) << printed;
+  auto j = nlohmann::json::parse(home.run({"config", "--format", "json"}, env).out);
+  for (const auto& row : j)
+    if (row["key"] == "prices")
+      EXPECT_EQ(row["value"], "https://me:<redacted>@prices.example/p.json?token=<redacted>");
+}
+
+// Issue 28: NODUS_CGROUP=banana was read as "not off", so on. Only the documented values pass.
+TEST(ConfigChoices, UndocumentedValuesAreRefusedBeforeAnythingRuns) {
+  NodusHome home;
+  std::string ran = home.file("ran");
+  for (const char* var : {"NODUS_CGROUP", "NODUS_CPUSETS"}) {
+    for (const char* value : {"banana", "OFF", "off ", "1"}) {
+      for (std::vector<std::string> cmd :
+           {std::vector<std::string>{"run"}, std::vector<std::string>{"sweep", "-p", "i=1,2"}}) {
+        cmd.insert(cmd.end(), {"--", "sh", "-c", "touch " + ran});
+        auto r = home.run(cmd, {{var, value}});
+        EXPECT_EQ(r.code, 125) << var << "=" << value << " " << r.err;
+        EXPECT_EQ(r.err, "nodus: " + std::string(var) + ": invalid value '" + value +
+                             "': expected auto or off\n");
+      }
+    }
+  }
+  EXPECT_FALSE(fs::exists(ran)) << "a job ran";
+  EXPECT_EQ(nlohmann::json::parse(home.run({"ps", "-a", "--format", "json"}).out).size(), 0u);
+  EXPECT_EQ(home.run({"config"}, {{"NODUS_CGROUP", "banana"}}).code, 0) << "config shows it";
+  for (const char* value : {"auto", "off"}) {
+    auto r = home.run({"run", "--", "true"}, {{"NODUS_CGROUP", value}, {"NODUS_CPUSETS", value}});
+    EXPECT_EQ(r.code, 0) << value << " " << r.err;
+  }
+}
+
 TEST(Secrets, DetachedRunsAndSweepsKeepThemOutOfTheStoreToo) {
   NodusHome home;
   std::string seen = home.file("seen");

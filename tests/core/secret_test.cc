@@ -44,6 +44,20 @@ TEST(SecretName, LeavesOrdinaryNamesAlone) {
     EXPECT_FALSE(is_secret_name(name)) << name;
 }
 
+// Issue 28: the password variables of MySQL, PostgreSQL and Stripe, and their look-alikes.
+TEST(SecretName, CatchesPwdPassAndSkNames) {
+  for (const char* name : {"MYSQL_PWD", "DB_PWD", "MYSQLPWD", "pwd", "PGPASS", "SMTPPASS",
+                           "REDIS_PASS_2", "STRIPE_SK", "stripeSk", "SK", "DB_PW", "LDAP_PW"})
+    EXPECT_TRUE(is_secret_name(name)) << name;
+}
+
+TEST(SecretName, LeavesTheShellsFoldersAndWordsWithPassOrSkInside) {
+  for (const char* name :
+       {"PWD", "OLDPWD", "PGPASSFILE", "PASSENGER", "PASSES", "PASSTHROUGH", "COMPASS_DIR",
+        "BYPASS_CACHE", "DISK", "TASK_ID", "MASK", "SKIP", "POWER", "PWM"})
+    EXPECT_FALSE(is_secret_name(name)) << name;
+}
+
 TEST(RedactUrls, ReplacesUserinfoPasswordsAndSecretParameters) {
   EXPECT_EQ(redact_urls("postgres://u:SECRET@h/db"), "postgres://u:<redacted>@h/db");
   EXPECT_EQ(redact_urls("https://ghp_abc@github.com/x.git"), "https://<redacted>@github.com/x.git");

@@ -92,6 +92,17 @@ TEST(SlurmApiV0038, ErrorListsKeepCodesAndWords) {
   EXPECT_TRUE(api().errors("not json").empty());
 }
 
+// Issue 28: an answer of nested brackets is refused at the depth limit, not built.
+TEST(SlurmApiV0038, DeeplyNestedAnswersAreRefused) {
+  std::string bomb = "{\"jobs\": " + std::string(100000, '[') + std::string(100000, ']') + "}";
+  auto jobs = api().parse_jobs(bomb);
+  ASSERT_FALSE(jobs.ok());
+  EXPECT_NE(jobs.error().message.find("a job query with JSON nested deeper than 64 levels"),
+            std::string::npos)
+      << jobs.error().message;
+  EXPECT_TRUE(api().errors("{\"errors\": [" + std::string(100, '[') + "]}").empty());
+}
+
 TEST(SlurmApiV0038, SubmitBodyHasWhatSlurmNeedsAndNothingElse) {
   SubmitRequest r;
   r.script = "#!/bin/bash\nexec 'true'\n";
