@@ -41,6 +41,9 @@ struct Outcome {
   // The seconds to bill when that is not ended_at - started_at: a Slurm job requeued after it
   // started ran more than once, and each run held its GPUs (the time queued between does not).
   std::optional<double> billed_seconds;
+  // Set when the job died because one of nodus's enforcers was attacked (a stopped supervisor
+  // whose sentinel then killed the job): what happened, for the record.
+  std::string tampered;
 };
 
 struct Event {
@@ -49,10 +52,13 @@ struct Event {
     kExited,    // the job ended; outcome is set
     kDeadline,  // the deadline passed first
     kWoken,     // wake_fd became readable first
+    kTampered,  // something killed or stopped one of nodus's own enforcers; `why` says what.
+                // The backend has killed the job (or is killing it): kExited follows
   };
   Kind kind = Kind::kDeadline;
   double started_at = 0;
   Outcome outcome;
+  std::string why;
 };
 
 class Backend {

@@ -12,6 +12,7 @@
 #include "cli/common.h"
 #include "core/error.h"
 #include "core/parse.h"
+#include "core/proc.h"
 #include "engine/reconcile.h"
 
 namespace nodus::cli {
@@ -44,6 +45,8 @@ struct StopCommand {
       if (::kill(static_cast<pid_t>(job.supervisor_pid), SIGTERM) != 0)
         throw Fatal("cannot signal the supervisor of job " + id + " (pid " +
                     std::to_string(job.supervisor_pid) + "): permission denied");
+      // A stopped supervisor (SIGSTOP) cannot act on it; nor can one that does not answer.
+      if (job.backend == "local" && supervisor_stopped(job)) return force(store, job, "stopped");
     } else if (job.backend != "local") {
       // Nobody watches this cluster job: cancel it there and record it.
       auto backend = backend::make_backend(job.backend);
@@ -66,9 +69,30 @@ struct StopCommand {
                     std::string(to_string(now->state)).c_str(), format_usd(now->cost).c_str());
         return 0;
       }
-      if (unix_now() > until) throw Fatal("job " + id + " did not stop in time; see nodus ps");
+      if (unix_now() > until) {
+        if (job.backend == "local" && now && !is_final(now->state) &&
+            store::process_alive(now->supervisor_pid, now->supervisor_start))
+          return force(store, *now, "did not answer in time");
+        throw Fatal("job " + id + " did not stop in time; see nodus ps");
+      }
       poll(nullptr, 0, 50);
     }
+  }
+
+  static bool supervisor_stopped(const JobRecord& job) {
+    auto st = read_proc_stat(static_cast<pid_t>(job.supervisor_pid));
+    return st && (st->state == 'T' || st->state == 't');
+  }
+
+  // The supervisor cannot stop the job: stop it without it (engine::force_end).
+  int force(store::Store& store, const JobRecord& job, const std::string& what) const {
+    const std::string why = "its supervisor (pid " + std::to_string(job.supervisor_pid) + ") " +
+                            what + ": nodus stop killed it and the job's cgroup";
+    std::fprintf(stderr, "nodus: job %lld: %s\n", static_cast<long long>(job.id), why.c_str());
+    JobRecord ended = engine::force_end(store, job, JobState::kStopped, why);
+    std::printf("%lld %s %s\n", static_cast<long long>(ended.id),
+                std::string(to_string(ended.state)).c_str(), format_usd(ended.cost).c_str());
+    return 0;
   }
 
   // A sweep's supervisor gets SIGTERM: its scheduler stops first (no cell starts after it), then

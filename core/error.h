@@ -13,6 +13,7 @@ namespace nodus {
 namespace exit_code {
 inline constexpr int kLowUtilization = 121;  // stopped by --min-util
 inline constexpr int kCostCap = 122;         // stopped by --max-cost or a sweep's --budget
+inline constexpr int kTampered = 123;        // killed: its enforcers were killed or stopped
 inline constexpr int kTimeout = 124;         // stopped by --timeout, as timeout(1)
 inline constexpr int kNodusError = 125;      // nodus itself failed (bad input, store, backend)
 inline constexpr int kCannotRun = 126;       // command found but not executable

@@ -7,7 +7,7 @@
 
 namespace nodus {
 namespace {
-constexpr std::array<std::pair<JobState, std::string_view>, 12> kNames = {{
+constexpr std::array<std::pair<JobState, std::string_view>, 13> kNames = {{
     {JobState::kWaiting, "waiting"},
     {JobState::kStarting, "starting"},
     {JobState::kRunning, "running"},
@@ -17,6 +17,7 @@ constexpr std::array<std::pair<JobState, std::string_view>, 12> kNames = {{
     {JobState::kCostCap, "cost-cap"},
     {JobState::kBudget, "budget"},
     {JobState::kLowUtil, "low-util"},
+    {JobState::kTampered, "tampered"},
     {JobState::kStopped, "stopped"},
     {JobState::kCancelled, "cancelled"},
     {JobState::kLost, "lost"},

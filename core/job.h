@@ -28,6 +28,8 @@ enum class JobState {
   kStopped,    // `nodus stop`
   kCancelled,  // Ctrl-C on an attached run
   kLost,       // its supervisor died; state unknown
+  kTampered,   // killed because something (the job, as a rule) killed or stopped nodus's own
+               // enforcers: its sentinel, or its supervisor for longer than a moment
 };
 
 std::string_view to_string(JobState s);
@@ -77,5 +79,10 @@ struct JobRecord {
 };
 
 double unix_now();
+
+// Beside a local job's log: when its sentinel killed the job's tree, because its supervisor died
+// (unix seconds, as text). Written through a descriptor the supervisor opened before the job
+// started; read when the supervisor's death is reconciled, so the bill runs to that moment.
+inline std::string end_time_path(const std::string& log_path) { return log_path + ".end"; }
 
 }  // namespace nodus

@@ -1,5 +1,6 @@
 #include "engine/reconcile.h"
 
+#include <signal.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -8,6 +9,10 @@
 
 #include "backend/backend.h"
 #include "backend/local/cgroup.h"
+#include "core/cost.h"
+#include "core/parse.h"
+#include "core/proc.h"
+#include "engine/supervisor.h"
 
 namespace nodus::engine {
 namespace {
@@ -48,8 +53,61 @@ void remove_stale(store::Store& store) {
   }
 }
 
+// Ended jobs whose cgroup still runs with nobody left to stop it: a sweep cell whose job killed
+// its sentinel and its supervisor is recorded by the sweep, but its processes live on.
+void kill_ended_but_running(store::Store& store) {
+  store::JobFilter recent;
+  recent.limit = kStaleCgroupJobs;
+  for (JobRecord& job : store.jobs(recent)) {
+    if (job.backend != "local" || !is_final(job.state)) continue;
+    const std::string cgroup = cgroup_from_note(job.note);
+    if (!exists(cgroup) || !cgroup_populated_path(cgroup)) continue;
+    if (store::process_alive(job.supervisor_pid, job.supervisor_start)) continue;
+    const double found = unix_now();
+    std::string why = kill_orphan(cgroup);
+    // It ran until now: bill all of it, whatever the record said before.
+    if (job.started_at && job.ended_at && found > *job.ended_at) {
+      job.cost = cost_usd(job.gpu_count, job.rate_per_gpu_hour, found - *job.started_at);
+      job.ended_at = found;
+      why += "; billed to then";
+    }
+    job.note = job.note.empty() ? why : job.note + "; " + why;
+    store.update_job(job);
+  }
+}
+
+bool stopped(int64_t pid) {
+  auto st = read_proc_stat(static_cast<pid_t>(pid));
+  return st && (st->state == 'T' || st->state == 't');
+}
+
+// Active jobs whose supervisor lives but is stopped while their cgroup runs past the deadline:
+// the sentinel that would have ended them is gone too (it kills the job once the supervisor has
+// been stopped for a moment), so only this command is left to do it.
+void end_stopped_supervisors(store::Store& store, const std::vector<JobRecord>& active) {
+  const double now = unix_now();
+  for (const JobRecord& job : active) {
+    if (job.backend != "local") continue;
+    if (!store::process_alive(job.supervisor_pid, job.supervisor_start)) continue;
+    if (!stopped(job.supervisor_pid)) continue;
+    const std::string cgroup = cgroup_from_note(job.note);
+    if (!exists(cgroup) || !cgroup_populated_path(cgroup)) continue;
+    auto deadline = job_deadline(job);
+    if (!deadline || now < *deadline) continue;
+    force_end(store, job, JobState::kTampered,
+              "tampering: its supervisor (pid " + std::to_string(job.supervisor_pid) +
+                  ") was stopped and its sentinel gone while the job ran past its deadline; "
+                  "killed by the next nodus command");
+  }
+}
+
 void reconcile_local_cgroups(store::Store& store, const std::vector<JobRecord>& active) {
-  std::vector<std::pair<int64_t, std::string>> killed;  // job id, note
+  struct Killed {
+    int64_t id;
+    std::string note;
+    double at;  // when it was killed: it ran until then
+  };
+  std::vector<Killed> killed;
   for (const JobRecord& job : active) {
     if (job.backend != "local") continue;
     const std::string cgroup = cgroup_from_note(job.note);
@@ -58,14 +116,24 @@ void reconcile_local_cgroups(store::Store& store, const std::vector<JobRecord>& 
     // A live sentinel kills the tree itself on its supervisor's death; doing the same here is
     // harmless (cgroup.kill is idempotent) and covers the sentinel being gone too.
     if (exists(cgroup) && cgroup_populated_path(cgroup))
-      killed.emplace_back(job.id, kill_orphan(cgroup));
+      killed.push_back({job.id, kill_orphan(cgroup), unix_now()});
     else if (exists(cgroup))
       ::rmdir(cgroup.c_str());
   }
   store.reconcile_dead_supervisors();  // lost, billed to the heartbeat, never past the cap
-  for (const auto& [id, note] : killed) {
-    auto job = store.job(id);
+  for (const Killed& k : killed) {
+    auto job = store.job(k.id);
     if (!job) continue;
+    std::string note = k.note;
+    // Its processes ran until they were killed just now, whatever its last heartbeat says:
+    // the bill is for all of that, past the cap if it came to that.
+    if (job->started_at && k.at > job->ended_at.value_or(0)) {
+      job->ended_at = k.at;
+      job->cost = cost_usd(job->gpu_count, job->rate_per_gpu_hour, k.at - *job->started_at);
+      note += "; billed to then";
+      if (job->max_cost && job->cost > *job->max_cost)
+        note += " (" + format_usd(job->cost - *job->max_cost) + " past its --max-cost)";
+    }
     job->note = job->note.empty() ? note : job->note + "; " + note;
     store.update_job(*job);
   }
@@ -74,9 +142,63 @@ void reconcile_local_cgroups(store::Store& store, const std::vector<JobRecord>& 
 
 }  // namespace
 
+std::optional<double> job_deadline(const JobRecord& job) {
+  if (!job.started_at) return std::nullopt;
+  std::optional<double> seconds;
+  if (job.timeout_ms) seconds = *job.timeout_ms / 1000.0;
+  std::optional<double> cap = job.max_cost;
+  if (job.options.is_object() && job.options.contains("budget_cap") &&
+      job.options["budget_cap"].is_number()) {
+    const double share = job.options["budget_cap"].get<double>();
+    cap = cap ? std::min(*cap, share) : share;
+  }
+  const double per_second = usd_per_second(job.gpu_count, job.rate_per_gpu_hour);
+  if (cap && per_second > 0) {
+    const double buys = *cap / per_second;
+    seconds = seconds ? std::min(*seconds, buys) : buys;
+  }
+  if (!seconds) return std::nullopt;
+  return *job.started_at + *seconds + job.grace_ms / 1000.0;
+}
+
+JobRecord force_end(store::Store& store, JobRecord job, JobState state, const std::string& why) {
+  const auto pid = static_cast<pid_t>(job.supervisor_pid);
+  if (store::process_alive(job.supervisor_pid, job.supervisor_start)) {
+    ::kill(pid, SIGKILL);  // a stopped process dies of SIGKILL too
+    for (int i = 0; i < 200 && store::process_alive(job.supervisor_pid, job.supervisor_start); ++i)
+      ::usleep(10'000);
+  }
+  std::string note = why;
+  const std::string cgroup = cgroup_from_note(job.note);
+  if (exists(cgroup) && cgroup_populated_path(cgroup)) {
+    cgroup_kill_path(cgroup);
+    if (!cgroup_wait_empty_path(cgroup, kOrphanKillLimit))
+      note += "; cgroup " + cgroup + " still held processes " +
+              std::to_string(kOrphanKillLimit.count()) + " ms after cgroup.kill";
+  }
+  if (exists(cgroup)) ::rmdir(cgroup.c_str());
+  const double now = unix_now();
+  job.state = state;
+  job.ended_at = now;
+  if (job.started_at) {
+    job.cost = cost_usd(job.gpu_count, job.rate_per_gpu_hour, std::max(0.0, now - *job.started_at));
+    if (job.max_cost && job.cost > *job.max_cost)
+      note += "; billed " + format_usd(job.cost) + " for all it ran, " +
+              format_usd(job.cost - *job.max_cost) + " past its --max-cost";
+  }
+  job.exit_code = exit_status_for(job);
+  job.note = job.note.empty() ? note : job.note + "; " + note;
+  store.update_job(job);
+  store.release_gpus(job.id);
+  return job;
+}
+
 void reconcile(store::Store& store) {
   std::vector<JobRecord> active = store.active_jobs();
+  end_stopped_supervisors(store, active);
+  active = store.active_jobs();
   reconcile_local_cgroups(store, active);
+  kill_ended_but_running(store);
   std::unique_ptr<backend::Backend> slurm;
   for (auto& job : active) {
     if (job.backend == "local") continue;

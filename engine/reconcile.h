@@ -5,6 +5,8 @@
 
 #include <chrono>
 #include <cstdint>
+#include <optional>
+#include <string>
 #include <vector>
 
 #include "store/store.h"
@@ -24,7 +26,22 @@ inline constexpr int kStaleCgroupJobs = 50;
 // ended jobs of this store left behind are removed. Jobs on a cluster whose supervisor is gone are
 // asked about through their backend (a detached Slurm run finishes without anyone watching) and
 // their GPUs freed once final.
+// Also local jobs whose supervisor lives but is stopped (SIGSTOP: what a job attacking nodus
+// does) while the job's cgroup still runs past its deadline (job_deadline): ended by force_end,
+// recorded as tampered. And the cgroup of an ended job that still holds processes while its
+// supervisor is gone (a sweep cell that killed its sentinel and its supervisor) is killed.
 void reconcile(store::Store& store);
+
+// The unix time by which a job's own limits end it: the earlier of its --timeout and the moment
+// its --max-cost (or sweep budget share) is spent, plus its grace; nullopt without a start or a
+// limit.
+std::optional<double> job_deadline(const JobRecord& job);
+
+// Ends a local job whose supervisor lives but does not act (stopped, stuck): SIGKILLs the
+// supervisor (its sentinel, if alive, then kills the tree too), kills the job's cgroup, and
+// records `state` with `why` in the note, ended now and billed for all of it: what ran, even past
+// the cap, with the overrun said. Returns the record as stored.
+JobRecord force_end(store::Store& store, JobRecord job, JobState state, const std::string& why);
 
 // A sweep killed while a cell ran leaves that cell's supervisor stopping it on its own (its
 // PR_SET_PDEATHSIG is a SIGTERM: TERM, the grace, KILL, then the bill). Until it has recorded the

@@ -11,7 +11,11 @@ namespace nodus::engine {
 
 SignalWatch::SignalWatch() {
   // Not restored by the destructor: the end-of-job lines still go to a stdout that may be gone.
-  for (int sig : {SIGPIPE, SIGUSR1, SIGUSR2, SIGALRM, SIGQUIT}) std::signal(sig, SIG_IGN);
+  // SIGTSTP (Ctrl-Z), SIGTTIN, SIGTTOU too: a stopped supervisor is what a job attacking
+  // nodus does, and its sentinel kills the job after kSupervisorStoppedLimit (sentinel.h), so
+  // nodus never stops of its own accord while it watches a job.
+  for (int sig : {SIGPIPE, SIGUSR1, SIGUSR2, SIGALRM, SIGQUIT, SIGTSTP, SIGTTIN, SIGTTOU})
+    std::signal(sig, SIG_IGN);
   sigset_t set;
   sigemptyset(&set);
   sigaddset(&set, SIGINT);

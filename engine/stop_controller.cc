@@ -93,6 +93,14 @@ StopAction StopController::on_lost(const std::string& why) {
   return a;
 }
 
+StopAction StopController::on_tampered() {
+  reason_ = JobState::kTampered;
+  StopAction a;
+  a.kill = !kill_sent_;
+  kill_sent_ = term_sent_ = true;
+  return a;
+}
+
 StopAction StopController::on_term_failed(const std::string& why) {
   StopAction a;
   if (kill_sent_) return a;

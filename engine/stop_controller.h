@@ -53,6 +53,9 @@ class StopController {
   StopAction on_policy(JobState reason, const std::string& why, Time now);
   // The backend lost sight of the job: kill it (whatever is reachable) and record kLost.
   StopAction on_lost(const std::string& why);
+  // One of nodus's own enforcers was killed or stopped (the backend says which): kill the job
+  // now and record kTampered, whatever stop was under way.
+  StopAction on_tampered();
   // Sending SIGTERM failed (after a retry): escalate to the kill now, with a note.
   StopAction on_term_failed(const std::string& why);
 

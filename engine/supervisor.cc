@@ -130,6 +130,8 @@ int exit_status_for(const JobRecord& job) {
       return exit_code::kCostCap;
     case JobState::kLowUtil:
       return exit_code::kLowUtilization;
+    case JobState::kTampered:
+      return exit_code::kTampered;
     case JobState::kCancelled:
       return exit_code::kInterrupted;
     case JobState::kStopped:
@@ -266,9 +268,25 @@ int Supervisor::run(JobRecord& job, const SuperviseRun& run) {
       }
       continue;
     }
+    if (event->kind == backend::Event::Kind::kTampered) {
+      note(run.attach, event->why);
+      add_note(job, event->why);
+      StopAction a;
+      {
+        std::lock_guard lock(mu);
+        a = control.on_tampered();
+      }
+      act(a);
+      continue;
+    }
     if (event->kind == backend::Event::Kind::kExited) {
       outcome = event->outcome;
       std::lock_guard lock(mu);
+      if (!outcome.tampered.empty()) {
+        note(run.attach, outcome.tampered);
+        add_note(job, outcome.tampered);
+        (void)control.on_tampered();
+      }
       control.on_exit(Clock::now());
       break;
     }

@@ -14,6 +14,7 @@
 #include "core/parse.h"
 #include "core/pidfd.h"
 #include "engine/cell_order.h"
+#include "engine/reconcile.h"
 #include "engine/signals.h"
 #include "engine/supervisor_process.h"
 #include "engine/sweep_losers.h"
@@ -238,7 +239,9 @@ std::string SweepRunner::run(store::SweepRecord& sweep, std::vector<PlannedCell>
       close(it->pidfd);
       PlannedCell& cell = cells[it->cell];
       store_.release_gpus(cell.job.id);  // in case its supervisor died before releasing them
-      store_.reconcile_dead_supervisors();
+      // A supervisor that died leaves its job to its sentinel; one whose sentinel died too (the
+      // job killed both) leaves it running: reconcile kills what is left of its cgroup.
+      reconcile(store_);
       if (auto fresh = store_.job(cell.job.id)) cell.job = *fresh;
       if (it->loser && cell.job.state == JobState::kStopped) record_loser(store_, cell, *it->loser);
       scheduler.ended(it->cell, cell.job.cost);

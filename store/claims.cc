@@ -3,6 +3,8 @@
 // owner is gone is free, so a crashed supervisor never keeps a GPU for good.
 
 #include <algorithm>
+#include <cmath>
+#include <fstream>
 #include <ctime>
 #include <set>
 
@@ -38,6 +40,15 @@ std::string utc_text(double unix_seconds) {
   char buf[32];
   std::strftime(buf, sizeof buf, "%Y-%m-%d %H:%M:%S UTC", &tm);
   return buf;
+}
+
+// What the sentinel wrote beside the log (end_time_path, core/job.h): unix seconds.
+std::optional<double> sentinel_end(const std::string& log_path) {
+  if (log_path.empty()) return std::nullopt;
+  std::ifstream in(end_time_path(log_path));
+  double t = 0;
+  if (!(in >> t) || !std::isfinite(t) || t <= 0) return std::nullopt;
+  return t;
 }
 
 std::set<int> drop_dead_claims(Db& db) {
@@ -137,7 +148,7 @@ std::vector<int64_t> Store::reconcile_dead_supervisors() {
   {
     auto stmt = db.prepare(
         "SELECT id, supervisor_pid, supervisor_start, gpu_count, rate_per_gpu_hour, started_at, "
-        "note, heartbeat_at, max_cost, timeout_ms, grace_ms, options FROM jobs "
+        "note, heartbeat_at, max_cost, timeout_ms, grace_ms, options, log_path FROM jobs "
         "WHERE state IN ('waiting', 'starting', 'running') AND backend = 'local'");
     while (stmt.step()) {
       if (process_alive(stmt.i64(1), stmt.i64(2))) continue;
@@ -145,7 +156,19 @@ std::vector<int64_t> Store::reconcile_dead_supervisors() {
       auto started = stmt.opt_f64(5);
       auto heartbeat = stmt.opt_f64(7);
       std::string why;
-      if (started) {
+      const std::optional<double> killed = started ? sentinel_end(stmt.text(12)) : std::nullopt;
+      if (started && killed) {
+        // Its sentinel killed the tree when the supervisor died and wrote down when: it ran
+        // until then, whatever the heartbeats said, so that is the bill, past the cap or not.
+        // Never before its last heartbeat (a planted file cannot lower the bill), nor after now.
+        double end = std::min(now, std::max({*killed, *started, heartbeat.value_or(0.0)}));
+        d.ended_at = end;
+        d.cost = cost_usd(stmt.i32(3), stmt.f64(4), end - *started);
+        why = "supervisor died; its sentinel killed the job at " + utc_text(end) +
+              "; billed to then";
+        if (auto cap = stmt.opt_f64(8); cap && d.cost > *cap)
+          why += " (" + format_usd(d.cost - *cap) + " past its --max-cost)";
+      } else if (started) {
         // Nobody saw the job end; it died with its supervisor, whose last sign of life is its
         // heartbeat. Without one (an older nodus), the time it was found dead is all we know.
         double end = heartbeat ? std::max(*heartbeat, *started) : now;

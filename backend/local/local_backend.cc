@@ -23,6 +23,7 @@
 #include "backend/local/sentinel.h"
 #include "core/config.h"
 #include "core/files.h"
+#include "core/helper_children.h"
 
 namespace nodus::backend {
 namespace {
@@ -51,6 +52,11 @@ struct LocalJob {
   std::string container_name;
   std::vector<std::string> env;
   Sentinel sentinel;  // kills the tree if this supervisor dies first or is late
+  bool sentinel_lost = false;  // it died while the job ran: reaped, no longer watched
+  std::string end_path;        // the sentinel's end-time file (core/job.h), "" when none
+  std::string tampered;        // what the sentinel's news said, once
+  bool tamper_reported = false;  // as a kTampered event: not again with the exit
+  std::optional<double> killed_at;  // when the sentinel's kill found the tree dead
   JobCgroup cgroup;   // valid() when the job is contained by a cgroup
 
   ~LocalJob() {
@@ -96,6 +102,9 @@ class LocalBackend final : public Backend {
   Result<void> arm_deadline(JobRecord& job, SteadyTime term_at, SteadyTime kill_at) override;
 
  private:
+  // Reads what the sentinel's socket holds (sentinel.h); true once the job was tampered with
+  // (j.tampered says how). A sentinel found gone is reaped and no longer watched.
+  bool take_sentinel_news(LocalJob& j);
   // Kills the tree: cgroup.kill where the job has a cgroup, then the /proc sweep that also
   // reaps the zombies that are our children (and is the whole mechanism without a cgroup).
   Result<void> kill_job(LocalJob& j, std::chrono::milliseconds limit);
@@ -202,7 +211,15 @@ Result<void> LocalBackend::submit(JobRecord& job, const LaunchSpec& spec) {
   if (spec.before_start) spec.before_start(job);
   // The sentinel first: a supervisor killed between the launch and the sentinel's fork would
   // leave the job's children with no enforcer until the next nodus command (seen under ASan).
-  j->sentinel = start_sentinel({0, token, j->cgroup.path()});
+  // Where the sentinel says when it killed the job, should this process die (core/job.h).
+  int end_fd = -1;
+  if (!spec.log_path.empty()) {
+    auto end = create_new_file(end_time_path(spec.log_path), 0600);
+    if (end.ok()) end_fd = *end;
+  }
+  j->sentinel = start_sentinel({0, token, j->cgroup.path(), end_fd});
+  if (end_fd >= 0) ::close(end_fd);
+  j->end_path = spec.log_path.empty() ? "" : end_time_path(spec.log_path);
   auto launched =
       launch({argv, env, job.workdir, out[1], err[1], j->cgroup.procs_fd(), std::move(cpus)});
   ::close(out[1]);
@@ -263,20 +280,38 @@ Result<Event> LocalBackend::wait(JobRecord& job, SteadyTime deadline, int wake_f
   LocalJob& j = **found;
   for (;;) {
     if (j.outcome) {
+      // A sentinel that killed the job for a stopped supervisor said so before the kill.
+      if (j.tampered.empty() && !j.sentinel_lost) (void)take_sentinel_news(j);
       Event e;
       e.kind = Event::Kind::kExited;
       e.started_at = j.started_at;
       e.outcome = *j.outcome;
+      if (!j.tamper_reported) e.outcome.tampered = j.tampered;
+      // Killed by the sentinel while this process was stopped: it ended then, not when it was
+      // reaped (the bill is for what ran).
+      if (j.killed_at && *j.killed_at < e.outcome.ended_at)
+        e.outcome.ended_at = std::max(*j.killed_at, e.outcome.started_at);
       return e;
     }
-    pollfd fds[4] = {{j.pidfd, POLLIN, 0},
+    const bool watch_sentinel = j.sentinel.fd >= 0 && !j.sentinel_lost;
+    pollfd fds[5] = {{j.pidfd, POLLIN, 0},
                      {j.output->fd(OutputPump::kStdout), POLLIN, 0},
                      {j.output->fd(OutputPump::kStderr), POLLIN, 0},
-                     {wake_fd, POLLIN, 0}};
+                     {wake_fd, POLLIN, 0},
+                     {watch_sentinel ? j.sentinel.fd : -1, POLLIN, 0}};
     timespec ts = until(deadline);
-    if (::ppoll(fds, 4, &ts, nullptr) < 0) {
+    if (::ppoll(fds, 5, &ts, nullptr) < 0) {
       if (errno == EINTR) continue;
       return Error::permanent(std::string("waiting for job: ppoll: ") + std::strerror(errno));
+    }
+    if (fds[4].revents != 0 && take_sentinel_news(j) && !j.outcome) {
+      // The job is still running and nothing else watches it: kill it now, before whatever
+      // killed the sentinel can stop this process too.
+      if (j.cgroup.valid()) cgroup_kill_path(j.cgroup.path());
+      signal_tree(j.pid, SIGKILL);
+      j.tamper_reported = true;
+      Event e{Event::Kind::kTampered, j.started_at, {}, j.tampered};
+      return e;
     }
     if (fds[1].revents != 0) j.output->read_available(OutputPump::kStdout);
     if (fds[2].revents != 0) j.output->read_available(OutputPump::kStderr);
@@ -294,9 +329,35 @@ Result<Event> LocalBackend::wait(JobRecord& job, SteadyTime deadline, int wake_f
         return Error::permanent("lost the exit status of job process " + std::to_string(j.pid) +
                                 ": " + std::strerror(errno) + " (is SIGCHLD ignored?)");
     }
-    if (fds[3].revents != 0) return Event{Event::Kind::kWoken, j.started_at, {}};
-    if (Clock::now() >= deadline) return Event{Event::Kind::kDeadline, j.started_at, {}};
+    if (fds[3].revents != 0) return Event{Event::Kind::kWoken, j.started_at, {}, ""};
+    if (Clock::now() >= deadline) return Event{Event::Kind::kDeadline, j.started_at, {}, ""};
   }
+}
+
+bool LocalBackend::take_sentinel_news(LocalJob& j) {
+  SentinelNews news = read_sentinel(j.sentinel);
+  if (news.killed_at) j.killed_at = news.killed_at;
+  if (news.killed_for_stopped_supervisor && j.tampered.empty())
+    j.tampered = "tampering: nodus's supervisor (pid " + std::to_string(::getpid()) +
+                 ") was stopped for " +
+                 std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                    *news.killed_for_stopped_supervisor)
+                                    .count()) +
+                 " ms while the job ran; its sentinel killed the job";
+  if (news.gone) {
+    // It exits only when dismissed: something killed it. Reap it and stop watching.
+    std::lock_guard lock(j.signal_mu);
+    if (j.tampered.empty() && !j.outcome)
+      j.tampered = "tampering: the job's sentinel (pid " + std::to_string(j.sentinel.pid) +
+                   ") was killed while the job ran; the job was killed at once";
+    ::close(j.sentinel.fd);
+    while (::waitpid(j.sentinel.pid, nullptr, 0) < 0 && errno == EINTR) {
+    }
+    unregister_helper_child(j.sentinel.pid);
+    j.sentinel = {};
+    j.sentinel_lost = true;
+  }
+  return !j.tampered.empty();
 }
 
 Result<void> LocalBackend::signal(JobRecord& job, int sig) {
@@ -354,6 +415,7 @@ Result<void> LocalBackend::kill(JobRecord& job) {
   if (!killed.ok()) return killed;
   std::lock_guard lock(j.signal_mu);
   dismiss_sentinel(j.sentinel);
+  if (!j.end_path.empty()) ::unlink(j.end_path.c_str());  // this process records the end itself
   if (j.cgroup.valid()) {
     const CgroupUsage u = j.cgroup.usage();
     std::string line = "cgroup";

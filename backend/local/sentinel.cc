@@ -12,6 +12,7 @@
 
 #include <cerrno>
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <optional>
 
@@ -26,9 +27,10 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 // One message on the socket: a kind and, for kArm, two CLOCK_MONOTONIC instants in ns (for kJob,
-// the job's pid in term_ns).
+// the job's pid in term_ns). The sentinel's one message back, kKilledStopped, carries how long
+// the supervisor had been stopped (ns, in term_ns).
 struct Message {
-  char kind;  // kDone, kArm, kTermSent, kJob
+  char kind;  // kDone, kArm, kTermSent, kJob; back: kKilledStopped
   int64_t term_ns;
   int64_t kill_ns;
 };
@@ -36,6 +38,12 @@ constexpr char kDone = 'd';
 constexpr char kArm = 'a';
 constexpr char kTermSent = 't';
 constexpr char kJob = 'j';
+constexpr char kKilledStopped = 's';
+constexpr char kKilledAt = 'k';  // then: the job's tree is dead, at CLOCK_REALTIME ns (term_ns)
+
+// While the job runs the sentinel looks at its supervisor this often: a supervisor stopped
+// (SIGSTOP, state T) for kSupervisorStoppedLimit has its job killed.
+constexpr int kSupervisorCheckMs = 200;
 
 int64_t now_ns() {
   timespec ts;
@@ -111,7 +119,30 @@ class Enforcer {
   std::string needle_;
 };
 
+// Records now (CLOCK_REALTIME) as the moment the job's tree was found dead; returns it in ns.
+int64_t write_end_time(int end_fd) {
+  timespec real;
+  ::clock_gettime(CLOCK_REALTIME, &real);
+  const int64_t ns = static_cast<int64_t>(real.tv_sec) * 1'000'000'000 + real.tv_nsec;
+  if (end_fd >= 0) {
+    char text[32];
+    int n = std::snprintf(text, sizeof text, "%.3f\n", static_cast<double>(ns) / 1e9);
+    if (n > 0) {
+      ssize_t ignored = ::pwrite(end_fd, text, static_cast<size_t>(n), 0);
+      (void)ignored;
+    }
+  }
+  return ns;
+}
+
+// True while the process is stopped (SIGSTOP, SIGTSTP, a tracer's stop: state T or t).
+bool is_stopped(pid_t pid) {
+  auto st = read_proc_stat(pid);
+  return st && (st->state == 'T' || st->state == 't');
+}
+
 [[noreturn]] void sentinel_main(int fd, const SentinelSpec& spec) {
+  const pid_t supervisor = ::getppid();
   // Out of the supervisor's session and process group: a signal to that group (timeout -s KILL,
   // a terminal's SIGINT or SIGHUP) must not reach us. Only the socket may end us.
   ::setsid();
@@ -122,20 +153,29 @@ class Enforcer {
   ::sigprocmask(SIG_BLOCK, &block, nullptr);
   // Keep only the socket (as descriptor 3) and /dev/null on 0-2: a copy of a pipe's write end
   // (a job's status pipe, another job's output) would keep its reader waiting for end-of-file.
-  int keep = ::fcntl(fd, F_DUPFD_CLOEXEC, 3);
+  // And the end-time file as descriptor 4.
+  int keep = ::fcntl(fd, F_DUPFD_CLOEXEC, 10);
+  int keep_end = spec.end_fd >= 0 ? ::fcntl(spec.end_fd, F_DUPFD_CLOEXEC, 10) : -1;
   int null = ::open("/dev/null", O_RDWR);
   for (int std_fd = 0; std_fd < 3; ++std_fd) ::dup2(null, std_fd);
+  int end_fd = -1;
   if (keep >= 0) {
     ::dup2(keep, 3);
     fd = 3;
-    ::syscall(SYS_close_range, 4U, ~0U, 0U);
+    if (keep_end >= 0) {
+      ::dup2(keep_end, 4);
+      end_fd = 4;
+    }
+    ::syscall(SYS_close_range, 5U, ~0U, 0U);
   }
 
   Enforcer enforcer(spec);
   const int64_t term_lag = std::chrono::nanoseconds(kSentinelTermLag).count();
   const int64_t kill_lag = std::chrono::nanoseconds(kSentinelKillLag).count();
   std::optional<int64_t> term_at, kill_at;
+  int64_t stopped_since = -1;  // when the supervisor was first seen stopped, -1: running
   bool term_done = false, kill_done = false;
+  const int64_t stopped_limit = std::chrono::nanoseconds(kSupervisorStoppedLimit).count();
   for (;;) {
     int timeout_ms = -1;
     const int64_t now = now_ns();
@@ -144,6 +184,10 @@ class Enforcer {
     if (kill_at && !kill_done && (!next || *kill_at < *next)) next = *kill_at;
     if (next)
       timeout_ms = static_cast<int>(std::max<int64_t>(0, (*next - now + 999'999) / 1'000'000));
+    // From the start, not from kJob: a job may stop its supervisor before it could say who the
+    // job is; the cgroup and the token find the job's processes without that.
+    if (!kill_done && (timeout_ms < 0 || timeout_ms > kSupervisorCheckMs))
+      timeout_ms = kSupervisorCheckMs;
     pollfd p{fd, POLLIN, 0};
     int r = ::poll(&p, 1, timeout_ms);
     if (r < 0 && errno != EINTR) break;
@@ -162,6 +206,26 @@ class Enforcer {
       continue;
     }
     const int64_t t = now_ns();
+    if (!kill_done) {
+      // A job that stops its supervisor (kill -STOP $PPID) must not run on unwatched: only this
+      // process is left to end it, and the job could kill this one next.
+      if (!is_stopped(supervisor)) {
+        stopped_since = -1;
+      } else if (stopped_since < 0) {
+        stopped_since = t;
+      } else if (t - stopped_since >= stopped_limit) {
+        // For the supervisor, once it runs again: why its job died. Sent before the kill, so
+        // that it is there by the time the supervisor sees the job's end.
+        Message back{kKilledStopped, t - stopped_since, 0};
+        (void)::send(fd, &back, sizeof back, MSG_NOSIGNAL | MSG_DONTWAIT);
+        enforcer.kill();
+        kill_done = term_done = true;
+        const int64_t dead_ns = write_end_time(end_fd);
+        Message dead{kKilledAt, dead_ns, 0};
+        (void)::send(fd, &dead, sizeof dead, MSG_NOSIGNAL | MSG_DONTWAIT);
+        continue;
+      }
+    }
     if (kill_at && !kill_done && t >= *kill_at) {
       enforcer.kill();
       kill_done = term_done = true;
@@ -171,6 +235,7 @@ class Enforcer {
     }
   }
   enforcer.kill();
+  write_end_time(end_fd);
   enforcer.remove_cgroup();
   ::_exit(0);
 }
@@ -204,6 +269,25 @@ bool tell_sentinel_job(const Sentinel& s, pid_t job_pid) {
 }
 
 bool tell_sentinel_term_sent(const Sentinel& s) { return send_message(s, {kTermSent, 0, 0}); }
+
+SentinelNews read_sentinel(const Sentinel& s) {
+  SentinelNews news;
+  if (s.pid <= 0 || s.fd < 0) return news;
+  for (;;) {
+    Message m{};
+    ssize_t n = ::recv(s.fd, &m, sizeof m, MSG_DONTWAIT);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return news;  // EAGAIN: nothing more now
+    if (n == 0) {            // end of file: the sentinel is gone
+      news.gone = true;
+      return news;
+    }
+    if (n != static_cast<ssize_t>(sizeof m)) continue;
+    if (m.kind == kKilledStopped)
+      news.killed_for_stopped_supervisor = std::chrono::nanoseconds(m.term_ns);
+    if (m.kind == kKilledAt) news.killed_at = static_cast<double>(m.term_ns) / 1e9;
+  }
+}
 
 void dismiss_sentinel(Sentinel& s) {
   if (s.pid <= 0) return;

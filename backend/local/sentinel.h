@@ -20,6 +20,7 @@
 #include <sys/types.h>
 
 #include <chrono>
+#include <optional>
 #include <string>
 
 namespace nodus::backend {
@@ -29,6 +30,10 @@ namespace nodus::backend {
 // live but busy supervisor's TERM is not doubled (it tells the sentinel when it sent one).
 inline constexpr std::chrono::milliseconds kSentinelKillLag{10};
 inline constexpr std::chrono::milliseconds kSentinelTermLag{100};
+
+// How long the supervisor may stay stopped (SIGSTOP) while its job runs before the sentinel
+// kills the job: a job that stops its supervisor and then kills the sentinel would run unwatched.
+inline constexpr std::chrono::milliseconds kSupervisorStoppedLimit{2000};
 
 struct Sentinel {
   pid_t pid = -1;
@@ -40,6 +45,8 @@ struct SentinelSpec {
                            // until tell_sentinel_job: the token and the cgroup still hold
   std::string tree_token;  // NODUS_TREE value
   std::string cgroup;      // the job's cgroup folder, "" when it has none
+  int end_fd = -1;         // end_time_path's file (core/job.h): when the sentinel killed the
+                           // tree; the caller keeps and closes its own copy
 };
 
 // Forks the sentinel. Call from the thread that submits jobs, before the supervisor starts other
@@ -56,6 +63,16 @@ bool arm_sentinel(const Sentinel& sentinel, std::chrono::steady_clock::time_poin
 
 // The supervisor sent SIGTERM itself: the sentinel does not send a second one.
 bool tell_sentinel_term_sent(const Sentinel& sentinel);
+
+// What the sentinel's end of the socket says, read without waiting (call when Sentinel::fd is
+// readable): that it is gone (end of file: killed, since it exits only when dismissed), or that
+// it killed the job because the supervisor was stopped for that long.
+struct SentinelNews {
+  bool gone = false;
+  std::optional<std::chrono::nanoseconds> killed_for_stopped_supervisor;
+  std::optional<double> killed_at;  // unix seconds: when that kill found the tree dead
+};
+SentinelNews read_sentinel(const Sentinel& sentinel);
 
 // The job's tree is taken care of: the sentinel exits without killing anything; it is reaped.
 void dismiss_sentinel(Sentinel& sentinel);

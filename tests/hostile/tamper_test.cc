@@ -1,0 +1,173 @@
+// A job that turns on nodus's own enforcers (issue 27, case 1). It runs as the same user, so it
+// can find its supervisor (its parent) and the sentinel (the supervisor's other child, named
+// nodus-sentinel) and kill or stop them. The scripts below are what such a job does with pgrep
+// and kill; they know nothing else of nodus. What must hold:
+// - the sentinel killed: the supervisor kills the job at once, recorded as tampered (exit 123);
+// - the supervisor stopped: the sentinel kills the job after kSupervisorStoppedLimit, and the
+//   supervisor records it as tampered once it runs again;
+// - both (stop the supervisor, then kill the sentinel): `nodus stop` kills the job itself, and
+//   so does the next nodus command once the job's deadline has passed, billing all it ran;
+// - a sweep cell that kills its sentinel and its supervisor at once: the sweep kills the cell.
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include <thread>
+
+#include "cli/fixtures.h"
+#include "core/proc.h"
+#include "hostile/hostile_util.h"
+
+namespace nodus::testing {
+namespace {
+
+using namespace std::chrono_literals;
+
+const char* const kFindSentinel = "s=$(pgrep -P $PPID -x nodus-sentinel); ";
+
+std::map<std::string, std::string> test_gpus(const NodusHome& home) {
+  return {{"NODUS_LOCAL_GPUS", "TEST:4"}, {"NODUS_PRICES", write_test_prices(home)}};
+}
+
+// The job's script, in a file: the marker must be in the job's command lines only, not in
+// nodus's (a stopped supervisor is alive, and its command line would name it).
+std::string script_file(const NodusHome& home, const std::string& body) {
+  const std::string path = home.file("job.sh");
+  write_file(path, body + "\n");
+  return path;
+}
+
+bool is_stopped(pid_t pid) {
+  auto st = read_proc_stat(pid);
+  return st && st->state == 'T';
+}
+
+// Whatever a failed case left behind: continue the supervisor, kill the job and nodus.
+void clean_up(pid_t nodus, const std::string& marker) {
+  kill_all(processes_with(marker));
+  if (::kill(nodus, SIGCONT) == 0) wait_exit(nodus, 10s);  // not reaped yet: a case failed
+}
+
+class Tamper : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!cgroups_available()) GTEST_SKIP() << "needs a cgroup per job";
+  }
+};
+
+TEST_F(Tamper, AJobThatKillsItsSentinelIsKilledAtOnce) {
+  NodusHome home;
+  const std::string marker = unique_marker("81001");
+  // Without a reaction it would go on to stop its supervisor and then run unwatched.
+  const std::string script = std::string(kFindSentinel) +
+                             "kill -9 $s; sleep 5; kill -STOP $PPID; sleep " + marker;
+  pid_t nodus = home.start({"run", "--gpu", kTestGpu, "--max-cost", "60", "--", "bash",
+                            script_file(home, script)},
+                           test_gpus(home));
+  const int code = wait_exit(nodus, 30s);
+  EXPECT_EQ(code, 123) << read_file(home.file("started.out.err"));
+  auto job = show_json(home, "1");
+  EXPECT_EQ(job["state"], "tampered") << job.dump();
+  EXPECT_NE(job["note"].get<std::string>().find("sentinel"), std::string::npos) << job.dump();
+  EXPECT_TRUE(survivors_after(marker, 5s).empty());
+  EXPECT_GT(job["cost_usd"].get<double>(), 0.0);
+  clean_up(nodus, marker);
+}
+
+TEST_F(Tamper, AJobThatStopsItsSupervisorIsKilledByTheSentinel) {
+  NodusHome home;
+  const std::string marker = unique_marker("81002");
+  const std::string started = home.file("started");
+  pid_t nodus = home.start(
+      {"run", "--gpu", kTestGpu, "--max-cost", "60", "--", "bash",
+       script_file(home, "touch " + started + "; kill -STOP $PPID; sleep " + marker)},
+      test_gpus(home));
+  for (int i = 0; i < 400 && ::access(started.c_str(), F_OK) != 0; ++i)
+    std::this_thread::sleep_for(50ms);
+  // The sentinel alone ends it: the supervisor stays stopped until we continue it.
+  auto left = survivors_after(marker, 30s);
+  EXPECT_TRUE(left.empty()) << "the job ran on while its supervisor was stopped";
+  EXPECT_TRUE(is_stopped(nodus));
+  ::kill(nodus, SIGCONT);
+  EXPECT_EQ(wait_exit(nodus, 30s), 123);
+  auto job = show_json(home, "1");
+  EXPECT_EQ(job["state"], "tampered") << job.dump();
+  EXPECT_NE(job["note"].get<std::string>().find("was stopped for"), std::string::npos)
+      << job.dump();
+  clean_up(nodus, marker);
+}
+
+// Stops its supervisor, then kills the sentinel before it can act: nothing of nodus is left to
+// watch it. `nodus stop` must still stop it.
+TEST_F(Tamper, NodusStopEndsAJobWhoseSupervisorIsStoppedAndSentinelKilled) {
+  NodusHome home;
+  const std::string marker = unique_marker("81003");
+  const std::string script = std::string(kFindSentinel) + "kill -STOP $PPID; kill -9 $s; sleep " +
+                             marker;
+  pid_t nodus = home.start({"run", "--gpu", kTestGpu, "--max-cost", "60", "--", "bash",
+                            script_file(home, script)},
+                           test_gpus(home));
+  ASSERT_TRUE(wait_for_processes(marker, 1, 20s));
+  for (int i = 0; i < 100 && !is_stopped(nodus); ++i) std::this_thread::sleep_for(50ms);
+  ASSERT_TRUE(is_stopped(nodus));
+  auto stop = home.run({"stop", "1"});
+  EXPECT_EQ(stop.code, 0) << stop.err;
+  EXPECT_TRUE(survivors_after(marker, 5s).empty()) << "nodus stop left the job running";
+  auto job = show_json(home, "1");
+  EXPECT_EQ(job["state"], "stopped") << job.dump();
+  EXPECT_NE(job["note"].get<std::string>().find("nodus stop killed it"), std::string::npos)
+      << job.dump();
+  EXPECT_GT(job["cost_usd"].get<double>(), 0.0);
+  clean_up(nodus, marker);
+}
+
+// The same attack on a job with a small cap: once the cap's moment (plus grace) has passed, any
+// nodus command ends it, and the bill is for all it ran, past the cap.
+TEST_F(Tamper, TheNextNodusCommandEndsItPastItsDeadlineAndBillsAllItRan) {
+  NodusHome home;
+  const std::string marker = unique_marker("81004");
+  const std::string script = std::string(kFindSentinel) + "kill -STOP $PPID; kill -9 $s; sleep " +
+                             marker;
+  // $1 a second: the cap buys 3 s, SIGTERM due at 2 s; the deadline is start + 3 s + 1 s grace.
+  pid_t nodus = home.start({"run", "--gpu", kTestGpu, "--max-cost", "3", "--grace", "1s", "--",
+                            "bash", script_file(home, script)},
+                           test_gpus(home));
+  ASSERT_TRUE(wait_for_processes(marker, 1, 20s));
+  bool gone = false;
+  for (int i = 0; i < 120 && !gone; ++i) {
+    std::this_thread::sleep_for(250ms);
+    ASSERT_EQ(home.run({"ps"}).code, 0);
+    gone = processes_with(marker).empty();
+  }
+  EXPECT_TRUE(gone) << "no nodus command ended the job past its deadline";
+  auto job = show_json(home, "1");
+  EXPECT_EQ(job["state"], "tampered") << job.dump();
+  EXPECT_GT(job["cost_usd"].get<double>(), 3.0) << "billed less than it ran: " << job.dump();
+  EXPECT_NE(job["note"].get<std::string>().find("past its --max-cost"), std::string::npos)
+      << job.dump();
+  clean_up(nodus, marker);
+}
+
+TEST_F(Tamper, ASweepCellThatKillsItsSentinelAndSupervisorIsKilledByTheSweep) {
+  NodusHome home;
+  const std::string marker = unique_marker("81005");
+  // The sleep is forked first: the job's main process dies with its parent (PR_SET_PDEATHSIG),
+  // a child of it does not.
+  const std::string script = "sleep " + marker + " & " + kFindSentinel + "kill -9 $s $PPID; wait";
+  auto r = run_command(home,
+                       {"timeout", "60", NODUS_BIN, "sweep", "--gpu", kTestGpu, "--max-cost", "60",
+                        "--param", "x=1", "--", "bash", script_file(home, script), "{x}"},
+                       test_gpus(home));
+  EXPECT_NE(r.code, 124) << "the sweep waited on its cell: " << r.err;
+  auto left = survivors_after(marker, 5s);
+  EXPECT_TRUE(left.empty()) << "the cell's processes outlived its sweep";
+  kill_all(left);
+  auto job = show_json(home, "1");
+  EXPECT_NE(job["state"], "running") << job.dump();
+  EXPECT_NE(job["note"].get<std::string>().find("killed"), std::string::npos) << job.dump();
+}
+
+}  // namespace
+}  // namespace nodus::testing
