@@ -110,9 +110,11 @@ TEST(Secrets, ConfigRedactsThePricesUrlLikeTheSlurmUrl) {
   }
   EXPECT_EQ(printed.find("SECRET"), std::string::npos) << printed;
   auto j = nlohmann::json::parse(home.run({"config", "--format", "json"}, env).out);
-  for (const auto& row : j)
-    if (row["key"] == "prices")
+  for (const auto& row : j) {
+    if (row["key"] == "prices") {
       EXPECT_EQ(row["value"], "https://me:<redacted>@prices.example/p.json?token=<redacted>");
+    }
+  }
 }
 
 // Issue 28: NODUS_CGROUP=banana was read as "not off", so on. Only the documented values pass.
