@@ -143,6 +143,11 @@ void restore_flags(SweepFlags& f, const store::SweepRecord& sweep,
     if (f.budget.empty()) f.budget = d.value("budget", "");
     return;
   }
+  for (const auto& arg : sweep.argv)
+    if (is_redacted(arg))
+      throw Fatal("--resume " + sweep_label(sweep) +
+                  ": its command held a credential that nodus does not keep; repeat the sweep's "
+                  "command with --resume");
   // A named copy: items() of the temporary that value() returns would dangle.
   const nlohmann::json env = o.value("env", nlohmann::json::object());
   for (const auto& [k, v] : env.items()) {
@@ -404,6 +409,7 @@ struct SweepCommand {
     engine::Ticket ticket;
     ticket.sweep_id = sweep.id;
     ticket.env = p.request.env;
+    ticket.argv = p.request.argv;  // the store keeps the template redacted
     if (p.inventory) ticket.inventory = *p.inventory;
     auto spawned = value_or_throw(engine::spawn_supervisor(ticket));
     std::string status = engine::read_status_line(spawned.status_fd);
@@ -442,7 +448,8 @@ struct SweepCommand {
     for (const auto& c : p.cells) {
       auto slot = engine::cell_slot(c.index, grid_cells);
       std::vector<std::string> text = {std::to_string(slot.grid_index + 1)};
-      nlohmann::json raw = {{"cell", slot.grid_index + 1}, {"command", c.job.argv}};
+      const auto shown = redact_argv(c.job.argv);
+      nlohmann::json raw = {{"cell", slot.grid_index + 1}, {"command", shown}};
       for (const auto& param : sweep::cell_at(p.grid, slot.grid_index).params) {
         text.push_back(param.value);
         raw[param.name] = c.job.params[param.name];
@@ -451,7 +458,7 @@ struct SweepCommand {
         text.push_back(std::to_string(slot.repeat + 1));
         raw["repeat"] = slot.repeat + 1;
       }
-      text.push_back(command_line(c.job.argv));
+      text.push_back(command_line(shown));
       t.add_row(text, raw);
     }
     print(t.render(format));
@@ -480,6 +487,7 @@ int supervise_sweep(const engine::Ticket& ticket,
   }
   SweepCommand cmd;
   restore_flags(cmd.f, sweep, &ticket.env);
+  if (!ticket.argv.empty()) cmd.f.run.command = ticket.argv;
   Plan p = cmd.plan();
   if (p.hash != sweep.definition_hash) {
     status("error 125 sweep " + sweep_label(sweep) +
