@@ -349,8 +349,17 @@ struct SweepCommand {
 
   // --save FILE: the spec file this command line means (checked: it planned), nothing run.
   void save(const Plan& p) const {
+    // A redacted argument would not run as typed, and the real one is not written to a file.
+    const auto shown = redact_argv(f.run.command);
+    for (size_t i = 0; i < shown.size(); ++i)
+      if (shown[i] != f.run.command[i])
+        throw Fatal("--save " + f.save + ": the command's argument " + std::to_string(i + 1) +
+                    " ('" + shown[i] +
+                    "') holds a credential, which nodus never writes to a file; pass it to the "
+                    "job in a -e variable instead");
     std::string yaml = sweep_spec_yaml(f.run, spec_of(f));
-    int fd = value_or_throw(create_new_file(f.save, 0644));
+    // 0600: the file names the variables its secrets come from, and is nobody else's to read.
+    int fd = value_or_throw(create_new_file(f.save, 0600));
     size_t done = 0;
     while (done < yaml.size()) {
       ssize_t w = write(fd, yaml.data() + done, yaml.size() - done);
@@ -362,12 +371,15 @@ struct SweepCommand {
       done += static_cast<size_t>(w);
     }
     close(fd);
-    for (const auto& kv : f.run.env)
-      if (is_secret_name(kv.substr(0, kv.find('='))))
+    for (const auto& kv : f.run.env) {
+      auto eq = kv.find('=');
+      std::string name = kv.substr(0, eq);
+      if (env_needs_reference(name, eq == std::string::npos ? "" : kv.substr(eq + 1)))
         std::fprintf(stderr,
-                     "nodus: --save left out -e %s (a secret): give it with -e when you "
-                     "run the file\n",
-                     kv.substr(0, kv.find('=')).c_str());
+                     "nodus: --save wrote -e %s as ${%s} (a secret): export %s when you run "
+                     "the file\n",
+                     name.c_str(), name.c_str(), name.c_str());
+    }
     std::fprintf(stderr, "nodus: wrote %s (%zu runs); run it with nodus sweep -f %s\n",
                  f.save.c_str(), p.cells.size(), f.save.c_str());
   }

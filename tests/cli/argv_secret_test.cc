@@ -5,6 +5,7 @@
 // with a clear message when only its id is given (nodus kept no credential to run it with).
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <filesystem>
 #include <string>
@@ -128,6 +129,60 @@ TEST(ArgvSecrets, ASweepResumesFromItsRepeatedCommandNotFromItsId) {
   auto resumed = home.run(again);
   EXPECT_EQ(resumed.code, 0) << resumed.err;
   EXPECT_EQ(resumed.err.find("definition changed"), std::string::npos) << resumed.err;
+}
+
+// Item 1's --save half: a secret is never written to a spec file. Secret -e values become
+// ${NAME} references (read back from nodus's environment when the file runs); a command with a
+// credential in its arguments is refused with one line, and no file is made.
+TEST(ArgvSecrets, SaveWritesReferencesNeverSecretsInA0600File) {
+  NodusHome home;
+  std::string saved = home.file("saved.yaml");
+  std::string seen = home.file("seen-{i}");
+  std::vector<std::string> sweep = {"sweep",
+                                    "--param",
+                                    "i=1,2",
+                                    "-e",
+                                    "HF_TOKEN=SECRETtok5",
+                                    "-e",
+                                    "MIRROR=https://me:SECRETpw6@h/x",
+                                    "-e",
+                                    "LR=0.1",
+                                    "--save",
+                                    saved,
+                                    "--",
+                                    "sh",
+                                    "-c",
+                                    "echo $HF_TOKEN $MIRROR $LR > " + seen};
+  auto r = home.run(sweep);
+  ASSERT_EQ(r.code, 0) << r.err;
+  std::string text = read_file(saved);
+  EXPECT_EQ(text.find("SECRET"), std::string::npos) << text;
+  EXPECT_NE(text.find("HF_TOKEN: ${HF_TOKEN}"), std::string::npos) << text;
+  EXPECT_NE(text.find("MIRROR: ${MIRROR}"), std::string::npos) << text;
+  EXPECT_NE(text.find("LR: 0.1"), std::string::npos) << text;
+  EXPECT_NE(r.err.find("${HF_TOKEN}"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("SECRET"), std::string::npos) << r.err;
+  struct stat st {};
+  ASSERT_EQ(stat(saved.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+
+  // Loaded back with the variables exported: the job gets the real values.
+  auto run = home.run({"sweep", "-f", saved},
+                      {{"HF_TOKEN", "SECRETtok5"}, {"MIRROR", "https://me:SECRETpw6@h/x"}});
+  ASSERT_EQ(run.code, 0) << run.err;
+  EXPECT_EQ(read_file(home.file("seen-1")), "SECRETtok5 https://me:SECRETpw6@h/x 0.1\n");
+  // Not exported: refused, naming the variable, nothing run.
+  auto unset = home.run({"sweep", "-f", saved});
+  EXPECT_EQ(unset.code, 125);
+  EXPECT_NE(unset.err.find("HF_TOKEN"), std::string::npos) << unset.err;
+
+  std::string refused = home.file("refused.yaml");
+  auto with_arg = home.run({"sweep", "--param", "i=1,2", "--save", refused, "--", "tool",
+                            "--password=SECRETpw7", "{i}"});
+  EXPECT_EQ(with_arg.code, 125);
+  EXPECT_NE(with_arg.err.find("--password=<redacted>"), std::string::npos) << with_arg.err;
+  EXPECT_EQ(with_arg.err.find("SECRET"), std::string::npos) << with_arg.err;
+  EXPECT_FALSE(fs::exists(refused));
 }
 
 }  // namespace
