@@ -99,6 +99,7 @@ struct RunCommand {
     engine::Ticket ticket;
     ticket.job_id = job.id;
     ticket.env = request.env;
+    ticket.argv = request.argv;  // the store keeps it redacted
     ticket.no_wait = flags.no_wait;
     if (inventory) ticket.inventory = *inventory;
     auto spawned = value_or_throw(engine::spawn_supervisor(ticket));

@@ -143,6 +143,11 @@ void restore_flags(SweepFlags& f, const store::SweepRecord& sweep,
     if (f.budget.empty()) f.budget = d.value("budget", "");
     return;
   }
+  for (const auto& arg : sweep.argv)
+    if (is_redacted(arg))
+      throw Fatal("--resume " + sweep_label(sweep) +
+                  ": its command held a credential that nodus does not keep; repeat the sweep's "
+                  "command with --resume");
   // A named copy: items() of the temporary that value() returns would dangle.
   const nlohmann::json env = o.value("env", nlohmann::json::object());
   for (const auto& [k, v] : env.items()) {
@@ -344,8 +349,17 @@ struct SweepCommand {
 
   // --save FILE: the spec file this command line means (checked: it planned), nothing run.
   void save(const Plan& p) const {
+    // A redacted argument would not run as typed, and the real one is not written to a file.
+    const auto shown = redact_argv(f.run.command);
+    for (size_t i = 0; i < shown.size(); ++i)
+      if (shown[i] != f.run.command[i])
+        throw Fatal("--save " + f.save + ": the command's argument " + std::to_string(i + 1) +
+                    " ('" + shown[i] +
+                    "') holds a credential, which nodus never writes to a file; pass it to the "
+                    "job in a -e variable instead");
     std::string yaml = sweep_spec_yaml(f.run, spec_of(f));
-    int fd = value_or_throw(create_new_file(f.save, 0644));
+    // 0600: the file names the variables its secrets come from, and is nobody else's to read.
+    int fd = value_or_throw(create_new_file(f.save, 0600));
     size_t done = 0;
     while (done < yaml.size()) {
       ssize_t w = write(fd, yaml.data() + done, yaml.size() - done);
@@ -357,12 +371,15 @@ struct SweepCommand {
       done += static_cast<size_t>(w);
     }
     close(fd);
-    for (const auto& kv : f.run.env)
-      if (is_secret_name(kv.substr(0, kv.find('='))))
+    for (const auto& kv : f.run.env) {
+      auto eq = kv.find('=');
+      std::string name = kv.substr(0, eq);
+      if (env_needs_reference(name, eq == std::string::npos ? "" : kv.substr(eq + 1)))
         std::fprintf(stderr,
-                     "nodus: --save left out -e %s (a secret): give it with -e when you "
-                     "run the file\n",
-                     kv.substr(0, kv.find('=')).c_str());
+                     "nodus: --save wrote -e %s as ${%s} (a secret): export %s when you run "
+                     "the file\n",
+                     name.c_str(), name.c_str(), name.c_str());
+    }
     std::fprintf(stderr, "nodus: wrote %s (%zu runs); run it with nodus sweep -f %s\n",
                  f.save.c_str(), p.cells.size(), f.save.c_str());
   }
@@ -404,6 +421,7 @@ struct SweepCommand {
     engine::Ticket ticket;
     ticket.sweep_id = sweep.id;
     ticket.env = p.request.env;
+    ticket.argv = p.request.argv;  // the store keeps the template redacted
     if (p.inventory) ticket.inventory = *p.inventory;
     auto spawned = value_or_throw(engine::spawn_supervisor(ticket));
     std::string status = engine::read_status_line(spawned.status_fd);
@@ -442,7 +460,8 @@ struct SweepCommand {
     for (const auto& c : p.cells) {
       auto slot = engine::cell_slot(c.index, grid_cells);
       std::vector<std::string> text = {std::to_string(slot.grid_index + 1)};
-      nlohmann::json raw = {{"cell", slot.grid_index + 1}, {"command", c.job.argv}};
+      const auto shown = redact_argv(c.job.argv);
+      nlohmann::json raw = {{"cell", slot.grid_index + 1}, {"command", shown}};
       for (const auto& param : sweep::cell_at(p.grid, slot.grid_index).params) {
         text.push_back(param.value);
         raw[param.name] = c.job.params[param.name];
@@ -451,7 +470,7 @@ struct SweepCommand {
         text.push_back(std::to_string(slot.repeat + 1));
         raw["repeat"] = slot.repeat + 1;
       }
-      text.push_back(command_line(c.job.argv));
+      text.push_back(command_line(shown));
       t.add_row(text, raw);
     }
     print(t.render(format));
@@ -480,6 +499,7 @@ int supervise_sweep(const engine::Ticket& ticket,
   }
   SweepCommand cmd;
   restore_flags(cmd.f, sweep, &ticket.env);
+  if (!ticket.argv.empty()) cmd.f.run.command = ticket.argv;
   Plan p = cmd.plan();
   if (p.hash != sweep.definition_hash) {
     status("error 125 sweep " + sweep_label(sweep) +

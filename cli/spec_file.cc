@@ -3,6 +3,7 @@
 #include <yaml-cpp/depthguard.h>  // YAML::DeepRecursion
 #include <yaml-cpp/yaml.h>
 
+#include <cctype>
 #include <cerrno>
 #include <cstdlib>
 #include <map>
@@ -118,6 +119,19 @@ bool given(const CLI::App& app, const std::string& name) {
 
 }  // namespace
 
+std::optional<std::string> env_reference(const std::string& value) {
+  if (value.size() < 4 || !value.starts_with("${") || !value.ends_with("}")) return std::nullopt;
+  std::string name = value.substr(2, value.size() - 3);
+  if (std::isdigit(static_cast<unsigned char>(name[0]))) return std::nullopt;
+  for (char c : name)
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_') return std::nullopt;
+  return name;
+}
+
+bool env_needs_reference(const std::string& name, const std::string& value) {
+  return redact_env_value(name, value) != value;
+}
+
 void apply_spec_file(const std::string& path, CLI::App& app, RunFlags& run, SweepSpec* sweep) {
   Spec spec(path);
   std::string text = value_or_throw(read_input_file(path, "spec file", 1 << 20));
@@ -178,7 +192,18 @@ void apply_spec_file(const std::string& path, CLI::App& app, RunFlags& run, Swee
     // The file's variables first, then the command line's (the later one wins).
     std::vector<std::string> from_file;
     for (const auto& kv : env) {
-      std::string pair = spec.scalar(kv.first, "env") + "=" + spec.scalar(kv.second, "env");
+      std::string name = spec.scalar(kv.first, "env");
+      std::string value = spec.scalar(kv.second, "env");
+      // "${NAME}": the value of nodus's own environment variable NAME, which is how --save
+      // writes a secret (the file never holds it).
+      if (auto ref = env_reference(value)) {
+        const char* real = std::getenv(ref->c_str());
+        if (!real)
+          spec.fail(kv.second.Mark(), "env: " + name + ": " + value +
+                                          " names a variable that is not set; export " + *ref);
+        value = real;
+      }
+      std::string pair = name + "=" + value;
       if (auto problem = flag_value_problem(app, "--env", pair); !problem.empty())
         spec.fail(kv.first.Mark(), "env: " + problem);
       from_file.push_back(pair);
@@ -241,15 +266,15 @@ std::string sweep_spec_yaml(const RunFlags& run, const SweepSpec& sweep) {
   out << YAML::Key << "grace" << YAML::Value << run.grace;
   if (!sweep.budget.empty()) out << YAML::Key << "budget" << YAML::Value << sweep.budget;
   out << YAML::EndMap;
-  bool plain_env = false;
-  for (const auto& kv : run.env) plain_env |= !is_secret_name(kv.substr(0, kv.find('=')));
-  if (plain_env) {
+  if (!run.env.empty()) {
     out << YAML::Key << "env" << YAML::Value << YAML::BeginMap;
     for (const auto& kv : run.env) {
       auto eq = kv.find('=');
-      if (is_secret_name(kv.substr(0, eq))) continue;  // never written to a file nodus makes
-      out << YAML::Key << kv.substr(0, eq) << YAML::Value
-          << (eq == std::string::npos ? "" : kv.substr(eq + 1));
+      std::string name = kv.substr(0, eq);
+      std::string value = eq == std::string::npos ? "" : kv.substr(eq + 1);
+      // A secret is never written to a file nodus makes: a reference to the variable instead.
+      if (env_needs_reference(name, value)) value = "${" + name + "}";
+      out << YAML::Key << name << YAML::Value << value;
     }
     out << YAML::EndMap;
   }

@@ -30,7 +30,16 @@ struct SweepSpec {
 // sweep keys is refused). Throws Fatal naming file:line:column.
 void apply_spec_file(const std::string& path, CLI::App& app, RunFlags& run, SweepSpec* sweep);
 
-// The YAML for a sweep's command line (what --save writes).
+// An env value that is a whole "${NAME}" (NAME: letters, digits, '_', not starting with a digit):
+// NAME, which the loader replaces by nodus's own environment variable of that name.
+std::optional<std::string> env_reference(const std::string& value);
+
+// True when --save writes -e NAME=VALUE as "NAME: ${NAME}": its name looks secret or the value
+// holds a URL's credentials (core/secret.h).
+bool env_needs_reference(const std::string& name, const std::string& value);
+
+// The YAML for a sweep's command line (what --save writes). Secret env values are references
+// (env_needs_reference); the caller refuses commands with credentials in their arguments.
 std::string sweep_spec_yaml(const RunFlags& run, const SweepSpec& sweep);
 
 }  // namespace nodus::cli

@@ -148,6 +148,38 @@ std::string redact_urls(std::string_view value) {
   return out;
 }
 
+std::vector<std::string> redact_argv(const std::vector<std::string>& argv) {
+  std::vector<std::string> out;
+  out.reserve(argv.size());
+  bool value_next = false;  // the previous argument was a secret-named option without "="
+  for (const auto& arg : argv) {
+    if (value_next && !arg.starts_with("--")) {
+      out.emplace_back(kRedacted);
+      value_next = false;
+      continue;
+    }
+    value_next = false;
+    // Options only (a leading '-'): a positional "a=b" is data, and argv[0] is the program.
+    size_t dashes = arg.find_first_not_of('-');
+    if (&arg != &argv.front() && dashes != std::string::npos && dashes > 0 && dashes <= 2) {
+      size_t eq = arg.find('=');
+      std::string_view name = std::string_view(arg).substr(
+          dashes, eq == std::string::npos ? std::string::npos : eq - dashes);
+      if (is_secret_name(name)) {
+        if (eq == std::string::npos) {
+          out.push_back(arg);
+          value_next = true;
+        } else {
+          out.push_back(arg.substr(0, eq + 1) + std::string(kRedacted));
+        }
+        continue;
+      }
+    }
+    out.push_back(redact_urls(arg));
+  }
+  return out;
+}
+
 std::string redact_env_value(std::string_view name, std::string_view value) {
   if (is_secret_name(name)) return std::string(kRedacted);
   return redact_urls(value);

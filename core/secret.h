@@ -5,6 +5,7 @@
 
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace nodus {
 
@@ -24,6 +25,12 @@ bool is_secret_name(std::string_view name);
 // of its userinfo (postgres://u:<redacted>@h/db; a userinfo without ':' is replaced whole) and
 // the values of secret-named query or fragment parameters (?token=<redacted>).
 std::string redact_urls(std::string_view value);
+
+// What may be stored or printed for a command's arguments: redact_urls on every argument, and
+// the value of every option whose name is_secret_name: "--password=<redacted>", "-token=..." and
+// "--api-key <redacted>" (the next argument, unless it is itself an option "--..."). Arguments
+// without credentials are returned unchanged, so a command without any stores as typed.
+std::vector<std::string> redact_argv(const std::vector<std::string>& argv);
 
 // What may be stored or printed for the environment variable name=value: kRedacted when the
 // name looks secret, else the value with redact_urls applied.

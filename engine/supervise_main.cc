@@ -84,6 +84,7 @@ int supervise_main(const SweepMain& sweep) {
     return exit_code::kNodusError;
   }
   JobRecord job = *found;
+  if (!ticket.argv.empty()) job.argv = ticket.argv;  // the store's is redacted
   job.supervisor_pid = getpid();
   job.supervisor_start = store::process_start_time(job.supervisor_pid);
   store->update_job(job);

@@ -10,20 +10,60 @@
 #include <cstdlib>
 #include <cstring>
 #include <nlohmann/json.hpp>
+#include <stdexcept>
 
 #include "core/error.h"
 
 extern char** environ;
 
 namespace nodus::engine {
+namespace {
+
+std::string to_hex(const std::string& bytes) {
+  static constexpr char kDigits[] = "0123456789abcdef";
+  std::string out;
+  out.reserve(bytes.size() * 2);
+  for (unsigned char c : bytes) {
+    out += kDigits[c >> 4];
+    out += kDigits[c & 15];
+  }
+  return out;
+}
+
+std::string from_hex(const std::string& hex) {
+  auto digit = [](char c) -> int {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    throw std::invalid_argument("ticket: argv is not hex");
+  };
+  if (hex.size() % 2) throw std::invalid_argument("ticket: argv is not hex");
+  std::string out;
+  for (size_t i = 0; i < hex.size(); i += 2)
+    out += static_cast<char>(digit(hex[i]) * 16 + digit(hex[i + 1]));
+  return out;
+}
+
+std::map<int64_t, std::vector<std::string>>& remembered() {
+  static std::map<int64_t, std::vector<std::string>> argvs;
+  return argvs;
+}
+
+}  // namespace
+
+void remember_argv(int64_t job_id, const std::vector<std::string>& argv) {
+  remembered()[job_id] = argv;
+}
 
 std::string Ticket::to_json() const {
+  nlohmann::json hex_argv = nlohmann::json::array();
+  for (const auto& a : argv) hex_argv.push_back(to_hex(a));
   nlohmann::json gpus = nlohmann::json::array();
   for (const auto& g : inventory.gpus)
     gpus.push_back({{"index", g.index}, {"type", g.type}, {"name", g.name}, {"uuid", g.uuid}});
   return nlohmann::json{{"job_id", job_id},
                         {"sweep_id", sweep_id},
                         {"env", env},
+                        {"argv_hex", hex_argv},
                         {"no_wait", no_wait},
                         {"sweep_cell", sweep_cell},
                         {"parent_pid", parent_pid},
@@ -37,6 +77,8 @@ Ticket Ticket::from_json(const std::string& text) {
   t.job_id = j.at("job_id").get<int64_t>();
   t.sweep_id = j.value("sweep_id", int64_t{0});
   t.env = j.value("env", std::map<std::string, std::string>{});
+  for (const auto& a : j.value("argv_hex", std::vector<std::string>{}))
+    t.argv.push_back(from_hex(a));
   t.no_wait = j.value("no_wait", false);
   t.sweep_cell = j.value("sweep_cell", false);
   t.parent_pid = j.value("parent_pid", int64_t{0});
@@ -49,7 +91,15 @@ Ticket Ticket::from_json(const std::string& text) {
   return t;
 }
 
-Result<SpawnedSupervisor> spawn_supervisor(const Ticket& ticket) {
+Result<SpawnedSupervisor> spawn_supervisor(const Ticket& given) {
+  Ticket ticket = given;
+  if (ticket.argv.empty() && ticket.job_id != 0) {
+    auto it = remembered().find(ticket.job_id);
+    if (it != remembered().end()) {
+      ticket.argv = std::move(it->second);
+      remembered().erase(it);
+    }
+  }
   char exe[PATH_MAX];
   ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
   if (n <= 0)

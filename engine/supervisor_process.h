@@ -18,6 +18,10 @@ struct Ticket {
   int64_t job_id = 0;
   int64_t sweep_id = 0;  // set: supervise this sweep (`sweep -d`) instead of one job
   std::map<std::string, std::string> env;
+  // The command exactly as typed (a job's argv; a sweep's argv template): the store keeps it
+  // redacted (redact_argv), and the job must get the real bytes. Empty: the stored argv is real.
+  // Carried as hex, so invalid UTF-8 survives the JSON.
+  std::vector<std::string> argv;
   bool no_wait = false;
   bool sweep_cell = false;  // dies with its sweep (PR_SET_PDEATHSIG) instead of a new session
   int64_t parent_pid = 0;
@@ -32,7 +36,14 @@ struct SpawnedSupervisor {
   int status_fd = -1;  // one status line (below), then EOF
 };
 
+// A ticket without argv for a job that remember_argv was told of gets that argv.
 Result<SpawnedSupervisor> spawn_supervisor(const Ticket& ticket);
+
+// Keeps a job's real argv in this process until spawn_supervisor hands it to the job's
+// supervisor: the sweep runner starts cells from tickets that name only the job, whose stored
+// argv is redacted (and JSON, where invalid UTF-8 does not survive). Called by insert_job; the
+// first spawn_supervisor for the job takes it.
+void remember_argv(int64_t job_id, const std::vector<std::string>& argv);
 
 // Status lines, written by the supervisor process and read by whoever started it: "running"
 // (the job was launched), "waiting" (for its GPUs), or "error <code> <message>" (not started;

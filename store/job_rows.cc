@@ -53,7 +53,10 @@ const Column kColumns[] = {
     plain<&JobRecord::name>("name"),
     plain<&JobRecord::backend>("backend"),
     plain<&JobRecord::backend_id>("backend_id"),
-    {"argv", [](Stmt& s, int i, const JobRecord& j) { s.bind(i, dump(nlohmann::json(j.argv))); },
+    {"argv",
+     [](Stmt& s, int i, const JobRecord& j) {
+       s.bind(i, dump(nlohmann::json(redact_argv(j.argv))));
+     },
      [](Db& db, const Stmt& s, int c, JobRecord& j) {
        j.argv = json_at(db, s, c, j, "argv").get<std::vector<std::string>>();
      }},

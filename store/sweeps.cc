@@ -57,7 +57,7 @@ int64_t Store::insert_sweep(const SweepRecord& s) {
         "INSERT INTO sweeps (name, backend, argv, definition, definition_hash, state, budget, "
         "created_at, ended_at, supervisor_pid, supervisor_start) "
         "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
-      .bind_all(s.name, s.backend, dump(nlohmann::json(s.argv)), dump(s.definition),
+      .bind_all(s.name, s.backend, dump(nlohmann::json(redact_argv(s.argv))), dump(s.definition),
                 s.definition_hash, s.state, s.budget, s.created_at, s.ended_at, s.supervisor_pid,
                 s.supervisor_start)
       .run();
@@ -74,7 +74,7 @@ void Store::update_sweep(const SweepRecord& s) {
         "UPDATE sweeps SET name = ?, backend = ?, argv = ?, definition = ?, definition_hash = ?, "
         "state = ?, budget = ?, created_at = ?, ended_at = ?, supervisor_pid = ?, "
         "supervisor_start = ? WHERE id = ?")
-      .bind_all(s.name, s.backend, dump(nlohmann::json(s.argv)), dump(s.definition),
+      .bind_all(s.name, s.backend, dump(nlohmann::json(redact_argv(s.argv))), dump(s.definition),
                 s.definition_hash, s.state, s.budget, s.created_at, s.ended_at, s.supervisor_pid,
                 s.supervisor_start, s.id)
       .run();

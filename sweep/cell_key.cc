@@ -47,7 +47,7 @@ std::string cell_key_text(const CellKeyInput& input) {
     env.push_back({text(name), is_secret_name(name) ? text(std::string(kRedacted)) : text(value)});
   nlohmann::json j = {
       {"v", kSchemeVersion},
-      {"argv", text_array(input.argv)},
+      {"argv", text_array(redact_argv(input.argv))},
       {"env", env},
       {"gpu", {{"type", text(input.gpu.type)}, {"count", input.gpu.count}}},
       {"max_cost", input.max_cost ? nlohmann::json(*input.max_cost) : nlohmann::json()},
@@ -65,7 +65,7 @@ std::string definition_text(const std::vector<std::string>& argv_template, const
     axes.push_back({{"name", axis.name}, {"values", text_array(axis.values)}});
   nlohmann::json j = {
       {"v", kSchemeVersion},
-      {"argv", text_array(argv_template)},
+      {"argv", text_array(redact_argv(argv_template))},
       {"grid", axes},
       {"options", options},
   };

@@ -6,7 +6,10 @@
 // sorted, no whitespace, numbers in nlohmann::json's shortest round-trip form, strings as UTF-8
 // ({"hex": "..."} for a string that is not valid UTF-8), and a "v" field for the scheme version.
 // Values of secret-looking variables (is_secret_name) enter the key as "<redacted>", so rotating
-// a token neither changes keys nor lets a key be checked against a guessed token.
+// a token neither changes keys nor lets a key be checked against a guessed token. The argv enters
+// as redact_argv makes it, for the same reasons: a URL's password or a --token=... value is not
+// part of what the cell is (the store keeps only the redacted argv, so a key over the real one
+// could not be recomputed from it either).
 //
 // The definition hash names the whole sweep (argv template, grid, options), so --resume can
 // refuse to continue a sweep whose definition changed.

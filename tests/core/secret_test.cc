@@ -79,5 +79,21 @@ TEST(RedactEnvValue, NameFirstThenUrls) {
   EXPECT_FALSE(is_redacted("plain"));
 }
 
+// Issue 28: a command's arguments are redacted by the same names and URL rules as --env.
+TEST(RedactArgv, OptionValuesWithSecretNamesAndUrls) {
+  using V = std::vector<std::string>;
+  EXPECT_EQ(redact_argv({"tool", "--password=x", "-token=y", "--api-key", "z", "--lr=0.1"}),
+            (V{"tool", "--password=<redacted>", "-token=<redacted>", "--api-key", "<redacted>",
+               "--lr=0.1"}));
+  EXPECT_EQ(redact_argv({"tool", "--url", "https://u:p@h/x", "https://h/x?sig=s&n=1"}),
+            (V{"tool", "--url", "https://u:<redacted>@h/x", "https://h/x?sig=<redacted>&n=1"}));
+  // An option right after a secret-named flag is not its value; positional a=b is data.
+  EXPECT_EQ(redact_argv({"tool", "--token", "--verbose", "key=v", "---key=v"}),
+            (V{"tool", "--token", "--verbose", "key=v", "---key=v"}));
+  EXPECT_EQ(redact_argv({"--token=x"}), (V{"--token=x"}));  // argv[0] is the program
+  V plain = {"python", "train.py", "--keyboard=us", "--path", "/data", std::string("A\xff")};
+  EXPECT_EQ(redact_argv(plain), plain);
+}
+
 }  // namespace
 }  // namespace nodus

@@ -43,6 +43,14 @@ TEST(StatusLine, AnUnknownWordIsNotTakenForAStart) {
   EXPECT_NE(s.message.find("launched"), std::string::npos);
 }
 
+// The argv crosses as hex: invalid UTF-8 and NUL-free bytes arrive exactly.
+TEST(Ticket, ArgvBytesSurviveTheRoundTrip) {
+  Ticket t;
+  t.job_id = 3;
+  t.argv = {"sh", std::string("A\xff") + "B", "--password=p\x01", ""};
+  EXPECT_EQ(Ticket::from_json(t.to_json()).argv, t.argv);
+}
+
 TEST(Ticket, JsonRoundTripKeepsEverything) {
   Ticket t;
   t.job_id = 42;
