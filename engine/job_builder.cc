@@ -6,7 +6,6 @@
 #include <filesystem>
 
 #include "core/error.h"
-#include "engine/supervisor_process.h"
 
 namespace nodus::engine {
 namespace {
@@ -91,7 +90,6 @@ JobRecord build_job(const JobRequest& r, const billing::Catalog& catalog,
 
 void insert_job(store::Store& store, JobRecord& job) {
   job.id = store.insert_job(job);
-  remember_argv(job.id, job.argv);  // the store keeps it redacted; its supervisor needs it real
   std::string folder = store.folder();
   for (const char* sub : {"/logs", "/metrics"}) ::mkdir((folder + sub).c_str(), 0700);
   job.log_path = folder + "/logs/" + std::to_string(job.id) + ".log";

@@ -43,16 +43,7 @@ std::string from_hex(const std::string& hex) {
   return out;
 }
 
-std::map<int64_t, std::vector<std::string>>& remembered() {
-  static std::map<int64_t, std::vector<std::string>> argvs;
-  return argvs;
-}
-
 }  // namespace
-
-void remember_argv(int64_t job_id, const std::vector<std::string>& argv) {
-  remembered()[job_id] = argv;
-}
 
 std::string Ticket::to_json() const {
   nlohmann::json hex_argv = nlohmann::json::array();
@@ -91,15 +82,7 @@ Ticket Ticket::from_json(const std::string& text) {
   return t;
 }
 
-Result<SpawnedSupervisor> spawn_supervisor(const Ticket& given) {
-  Ticket ticket = given;
-  if (ticket.argv.empty() && ticket.job_id != 0) {
-    auto it = remembered().find(ticket.job_id);
-    if (it != remembered().end()) {
-      ticket.argv = std::move(it->second);
-      remembered().erase(it);
-    }
-  }
+Result<SpawnedSupervisor> spawn_supervisor(const Ticket& ticket) {
   char exe[PATH_MAX];
   ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
   if (n <= 0)

@@ -36,14 +36,9 @@ struct SpawnedSupervisor {
   int status_fd = -1;  // one status line (below), then EOF
 };
 
-// A ticket without argv for a job that remember_argv was told of gets that argv.
+// Whoever spawns one puts the job's real argv in the ticket: the store keeps it redacted (and as
+// JSON, where invalid UTF-8 does not survive).
 Result<SpawnedSupervisor> spawn_supervisor(const Ticket& ticket);
-
-// Keeps a job's real argv in this process until spawn_supervisor hands it to the job's
-// supervisor: the sweep runner starts cells from tickets that name only the job, whose stored
-// argv is redacted (and JSON, where invalid UTF-8 does not survive). Called by insert_job; the
-// first spawn_supervisor for the job takes it.
-void remember_argv(int64_t job_id, const std::vector<std::string>& argv);
 
 // Status lines, written by the supervisor process and read by whoever started it: "running"
 // (the job was launched), "waiting" (for its GPUs), or "error <code> <message>" (not started;

@@ -142,6 +142,7 @@ class CellLauncher : public SweepScheduler::Launcher {
     Ticket ticket;
     ticket.job_id = job.id;
     ticket.env = cell.env;
+    ticket.argv = job.argv;  // the real one: the store keeps it redacted (core/secret.h)
     ticket.sweep_cell = true;
     ticket.parent_pid = self_;
     if (settings_.inventory) ticket.inventory = *settings_.inventory;
