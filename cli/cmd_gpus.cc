@@ -37,12 +37,11 @@ struct GpusCommand {
         if (other && other->store == store->path()) other.reset();
       }
       std::string shown = it != holder.end() ? std::to_string(it->second)
-                          : other ? "job " + std::to_string(other->job_id) + " of " +
+                          : other            ? "job " + std::to_string(other->job_id) + " of " +
                                         (other->store.empty() ? "another store" : other->store)
                                   : "free";
       nlohmann::json held_by;
-      if (other)
-        held_by = {{"job", other->job_id}, {"store", other->store}, {"pid", other->pid}};
+      if (other) held_by = {{"job", other->job_id}, {"store", other->store}, {"pid", other->pid}};
       t.add_row(
           {std::to_string(g.index), g.type, g.name,
            entry ? format_usd(entry->usd_per_gpu_hour) : "-", shown},

@@ -4,8 +4,8 @@
 
 #include <algorithm>
 #include <cmath>
-#include <fstream>
 #include <ctime>
+#include <fstream>
 #include <set>
 
 #include "core/cost.h"
@@ -164,8 +164,8 @@ std::vector<int64_t> Store::reconcile_dead_supervisors() {
         double end = std::min(now, std::max({*killed, *started, heartbeat.value_or(0.0)}));
         d.ended_at = end;
         d.cost = cost_usd(stmt.i32(3), stmt.f64(4), end - *started);
-        why = "supervisor died; its sentinel killed the job at " + utc_text(end) +
-              "; billed to then";
+        why =
+            "supervisor died; its sentinel killed the job at " + utc_text(end) + "; billed to then";
         if (auto cap = stmt.opt_f64(8); cap && d.cost > *cap)
           why += " (" + format_usd(d.cost - *cap) + " past its --max-cost)";
       } else if (started) {

@@ -38,7 +38,7 @@ std::string sys_error(const std::string& what, const std::string& path) {
 
 // mkdir -p, the last folder shared by every user (sticky, like /tmp).
 bool make_dirs(const std::string& dir) {
-  struct stat st{};
+  struct stat st {};
   if (::stat(dir.c_str(), &st) == 0) return S_ISDIR(st.st_mode);
   auto slash = dir.rfind('/');
   if (slash != std::string::npos && slash > 0 && !make_dirs(dir.substr(0, slash))) return false;
@@ -48,7 +48,7 @@ bool make_dirs(const std::string& dir) {
 
 bool usable(const std::string& dir) {
   if (!make_dirs(dir)) return false;
-  struct stat st{};
+  struct stat st {};
   if (::stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) return false;
   if (st.st_uid == ::geteuid() && (st.st_mode & 07777) != 01777) ::chmod(dir.c_str(), 01777);
   return ::access(dir.c_str(), W_OK | X_OK) == 0;
@@ -60,14 +60,15 @@ std::string file_of(int index) { return gpu_lock_dir() + "/gpu" + std::to_string
 int open_lock(const std::string& path) {
   int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0666);
   if (fd < 0) throw Fatal(sys_error("open", path));
-  struct stat st{};
+  struct stat st {};
   if (::fstat(fd, &st) == 0 && st.st_uid == ::geteuid()) ::fchmod(fd, 0666);
   return fd;
 }
 
 // True when fd is still the file at path (nobody replaced it between open and flock).
 bool same_file(int fd, const std::string& path) {
-  struct stat a{}, b{};
+  struct stat a {
+  }, b{};
   return ::fstat(fd, &a) == 0 && ::lstat(path.c_str(), &b) == 0 && a.st_dev == b.st_dev &&
          a.st_ino == b.st_ino;
 }
@@ -163,8 +164,10 @@ std::optional<GpuHolder> gpu_holder(int index) {
   std::istringstream in(std::string(buf, n > 0 ? static_cast<size_t>(n) : 0));
   std::string key;
   while (in >> key) {
-    if (key == "pid") in >> holder.pid;
-    else if (key == "job") in >> holder.job_id;
+    if (key == "pid")
+      in >> holder.pid;
+    else if (key == "job")
+      in >> holder.job_id;
     else if (key == "store") {
       in.get();
       std::getline(in, holder.store);

@@ -51,13 +51,13 @@ struct LocalJob {
   std::optional<ContainerEngine> engine;
   std::string container_name;
   std::vector<std::string> env;
-  Sentinel sentinel;  // kills the tree if this supervisor dies first or is late
-  bool sentinel_lost = false;  // it died while the job ran: reaped, no longer watched
-  std::string end_path;        // the sentinel's end-time file (core/job.h), "" when none
-  std::string tampered;        // what the sentinel's news said, once
-  bool tamper_reported = false;  // as a kTampered event: not again with the exit
+  Sentinel sentinel;                // kills the tree if this supervisor dies first or is late
+  bool sentinel_lost = false;       // it died while the job ran: reaped, no longer watched
+  std::string end_path;             // the sentinel's end-time file (core/job.h), "" when none
+  std::string tampered;             // what the sentinel's news said, once
+  bool tamper_reported = false;     // as a kTampered event: not again with the exit
   std::optional<double> killed_at;  // when the sentinel's kill found the tree dead
-  JobCgroup cgroup;   // valid() when the job is contained by a cgroup
+  JobCgroup cgroup;                 // valid() when the job is contained by a cgroup
 
   ~LocalJob() {
     if (pidfd >= 0) ::close(pidfd);

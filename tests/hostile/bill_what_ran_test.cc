@@ -3,10 +3,9 @@
 // core/job.h). With heartbeats an hour apart the last one is the job's start; the bill must
 // still cover every second the job ran.
 
+#include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/stat.h>
-
-#include <gtest/gtest.h>
 
 #include <thread>
 
@@ -19,7 +18,7 @@ namespace {
 using namespace std::chrono_literals;
 
 bool exists(const std::string& path) {
-  struct stat st{};
+  struct stat st {};
   return ::stat(path.c_str(), &st) == 0;
 }
 

@@ -9,10 +9,9 @@
 //   so does the next nodus command once the job's deadline has passed, billing all it ran;
 // - a sweep cell that kills its sentinel and its supervisor at once: the sweep kills the cell.
 
+#include <gtest/gtest.h>
 #include <signal.h>
 #include <unistd.h>
-
-#include <gtest/gtest.h>
 
 #include <thread>
 
@@ -61,11 +60,11 @@ TEST_F(Tamper, AJobThatKillsItsSentinelIsKilledAtOnce) {
   NodusHome home;
   const std::string marker = unique_marker("81001");
   // Without a reaction it would go on to stop its supervisor and then run unwatched.
-  const std::string script = std::string(kFindSentinel) +
-                             "kill -9 $s; sleep 5; kill -STOP $PPID; sleep " + marker;
-  pid_t nodus = home.start({"run", "--gpu", kTestGpu, "--max-cost", "60", "--", "bash",
-                            script_file(home, script)},
-                           test_gpus(home));
+  const std::string script =
+      std::string(kFindSentinel) + "kill -9 $s; sleep 5; kill -STOP $PPID; sleep " + marker;
+  pid_t nodus = home.start(
+      {"run", "--gpu", kTestGpu, "--max-cost", "60", "--", "bash", script_file(home, script)},
+      test_gpus(home));
   const int code = wait_exit(nodus, 30s);
   EXPECT_EQ(code, 123) << read_file(home.file("started.out.err"));
   auto job = show_json(home, "1");
@@ -80,10 +79,10 @@ TEST_F(Tamper, AJobThatStopsItsSupervisorIsKilledByTheSentinel) {
   NodusHome home;
   const std::string marker = unique_marker("81002");
   const std::string started = home.file("started");
-  pid_t nodus = home.start(
-      {"run", "--gpu", kTestGpu, "--max-cost", "60", "--", "bash",
-       script_file(home, "touch " + started + "; kill -STOP $PPID; sleep " + marker)},
-      test_gpus(home));
+  pid_t nodus =
+      home.start({"run", "--gpu", kTestGpu, "--max-cost", "60", "--", "bash",
+                  script_file(home, "touch " + started + "; kill -STOP $PPID; sleep " + marker)},
+                 test_gpus(home));
   for (int i = 0; i < 400 && ::access(started.c_str(), F_OK) != 0; ++i)
     std::this_thread::sleep_for(50ms);
   // The sentinel alone ends it: the supervisor stays stopped until we continue it.
@@ -104,11 +103,11 @@ TEST_F(Tamper, AJobThatStopsItsSupervisorIsKilledByTheSentinel) {
 TEST_F(Tamper, NodusStopEndsAJobWhoseSupervisorIsStoppedAndSentinelKilled) {
   NodusHome home;
   const std::string marker = unique_marker("81003");
-  const std::string script = std::string(kFindSentinel) + "kill -STOP $PPID; kill -9 $s; sleep " +
-                             marker;
-  pid_t nodus = home.start({"run", "--gpu", kTestGpu, "--max-cost", "60", "--", "bash",
-                            script_file(home, script)},
-                           test_gpus(home));
+  const std::string script =
+      std::string(kFindSentinel) + "kill -STOP $PPID; kill -9 $s; sleep " + marker;
+  pid_t nodus = home.start(
+      {"run", "--gpu", kTestGpu, "--max-cost", "60", "--", "bash", script_file(home, script)},
+      test_gpus(home));
   ASSERT_TRUE(wait_for_processes(marker, 1, 20s));
   for (int i = 0; i < 100 && !is_stopped(nodus); ++i) std::this_thread::sleep_for(50ms);
   ASSERT_TRUE(is_stopped(nodus));
@@ -128,8 +127,8 @@ TEST_F(Tamper, NodusStopEndsAJobWhoseSupervisorIsStoppedAndSentinelKilled) {
 TEST_F(Tamper, TheNextNodusCommandEndsItPastItsDeadlineAndBillsAllItRan) {
   NodusHome home;
   const std::string marker = unique_marker("81004");
-  const std::string script = std::string(kFindSentinel) + "kill -STOP $PPID; kill -9 $s; sleep " +
-                             marker;
+  const std::string script =
+      std::string(kFindSentinel) + "kill -STOP $PPID; kill -9 $s; sleep " + marker;
   // $1 a second: the cap buys 3 s, SIGTERM due at 2 s; the deadline is start + 3 s + 1 s grace.
   pid_t nodus = home.start({"run", "--gpu", kTestGpu, "--max-cost", "3", "--grace", "1s", "--",
                             "bash", script_file(home, script)},

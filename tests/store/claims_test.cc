@@ -3,7 +3,6 @@
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
-
 #include <sys/wait.h>
 
 #include <fstream>
@@ -194,7 +193,8 @@ TEST(StoreClaims, ConcurrentProcessesNeverShareAGpu) {
 // are the machine's (store/gpu_locks.h).
 TEST(StoreClaims, ProcessesOfDifferentStoresNeverShareAGpu) {
   TempDir dir;
-  expect_never_shared(dir, [&](int p) { return dir.path() + "/store" + std::to_string(p) + ".db"; });
+  expect_never_shared(dir,
+                      [&](int p) { return dir.path() + "/store" + std::to_string(p) + ".db"; });
 }
 
 TEST(StoreClaims, AGpuHeldByAnotherStoreNamesItsHolder) {
@@ -229,7 +229,8 @@ TEST(StoreClaims, AHolderKilledWithSigkillFreesItsGpuForOtherStores) {
   if (child == 0) {
     auto a = Store::open(dir.path() + "/a.db");
     int64_t j = a->insert_job(testing::plain_job(JobState::kWaiting));
-    bool ok = a->claim_gpus(j, "L4", 1, inv, ::getpid(), process_start_time(::getpid())).has_value();
+    bool ok =
+        a->claim_gpus(j, "L4", 1, inv, ::getpid(), process_start_time(::getpid())).has_value();
     if (::write(held[1], ok ? "y" : "n", 1) != 1) ::_exit(2);
     ::pause();
     ::_exit(0);
