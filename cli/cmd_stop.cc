@@ -46,7 +46,8 @@ struct StopCommand {
         throw Fatal("cannot signal the supervisor of job " + id + " (pid " +
                     std::to_string(job.supervisor_pid) + "): permission denied");
       // A stopped supervisor (SIGSTOP) cannot act on it; nor can one that does not answer.
-      if (job.backend == "local" && supervisor_stopped(job)) return force(store, job, "stopped");
+      if (job.backend == "local" && process_stopped(static_cast<pid_t>(job.supervisor_pid)))
+        return force(store, job, "stopped");
     } else if (job.backend != "local") {
       // Nobody watches this cluster job: cancel it there and record it.
       auto backend = backend::make_backend(job.backend);
@@ -77,11 +78,6 @@ struct StopCommand {
       }
       poll(nullptr, 0, 50);
     }
-  }
-
-  static bool supervisor_stopped(const JobRecord& job) {
-    auto st = read_proc_stat(static_cast<pid_t>(job.supervisor_pid));
-    return st && (st->state == 'T' || st->state == 't');
   }
 
   // The supervisor cannot stop the job: stop it without it (engine::force_end).

@@ -163,6 +163,11 @@ bool process_gone(pid_t pid) {
   return !st || st->zombie();
 }
 
+bool process_stopped(pid_t pid) {
+  auto st = read_proc_stat(pid);
+  return st && (st->state == 'T' || st->state == 't');
+}
+
 std::optional<std::string> cgroup2_mount(const std::string& mountinfo) {
   std::istringstream in(mountinfo);
   std::string line;

@@ -59,6 +59,9 @@ std::vector<std::string> read_proc_fd_targets(pid_t pid);
 // True when the process no longer exists or is a zombie (it runs nothing any more).
 bool process_gone(pid_t pid);
 
+// True while the process is stopped (SIGSTOP, SIGTSTP, a tracer's stop: state T or t).
+bool process_stopped(pid_t pid);
+
 // cgroup v2. The mount point of the cgroup2 file system from /proc/self/mountinfo's text
 // (/sys/fs/cgroup on a pure v2 host, /sys/fs/cgroup/unified on a hybrid one), and the
 // unified-hierarchy path from a /proc/<pid>/cgroup text ("0::/a/b" -> "/a/b"; nullopt when the

@@ -24,45 +24,44 @@ using backend::local::cgroup_wait_empty_path;
 
 bool exists(const std::string& path) { return !path.empty() && ::access(path.c_str(), F_OK) == 0; }
 
+// cgroup.kill, waiting until it is empty, then removes it. False when processes were still
+// there after kOrphanKillLimit (the folder is then left).
+bool kill_cgroup(const std::string& cgroup) {
+  cgroup_kill_path(cgroup);
+  if (!cgroup_wait_empty_path(cgroup, kOrphanKillLimit)) return false;
+  ::rmdir(cgroup.c_str());
+  return true;
+}
+
 // The job's cgroup outlived both of its enforcers: nothing else will ever stop it. Returns the
 // note to record.
 std::string kill_orphan(const std::string& cgroup) {
-  cgroup_kill_path(cgroup);
-  if (!cgroup_wait_empty_path(cgroup, kOrphanKillLimit))
+  if (!kill_cgroup(cgroup))
     return "its supervisor was gone and its cgroup " + cgroup +
            " still held processes; cgroup.kill sent, some still there after " +
            std::to_string(kOrphanKillLimit.count()) + " ms";
-  ::rmdir(cgroup.c_str());
   return "its supervisor was gone but its cgroup still ran: killed (cgroup.kill) when found";
 }
 
-// The cgroups of this store's recent local jobs that ended (their supervisor gone) and left
-// their cgroup behind, empty: a sentinel that killed the tree and died before removing it, or
-// a supervisor killed after its job's tree ended. Only this store's jobs: another NODUS_HOME's
-// jobs may share the cgroup folder, and a live supervisor still reads its cgroup's cpu.stat
-// after the tree is empty.
-void remove_stale(store::Store& store) {
-  store::JobFilter recent;
-  recent.limit = kStaleCgroupJobs;
-  for (const JobRecord& job : store.jobs(recent)) {
-    if (job.backend != "local" || !is_final(job.state)) continue;
-    const std::string cgroup = cgroup_from_note(job.note);
-    if (!exists(cgroup) || cgroup_populated_path(cgroup)) continue;
-    if (store::process_alive(job.supervisor_pid, job.supervisor_start)) continue;
-    ::rmdir(cgroup.c_str());  // fails harmlessly if a process joined meanwhile
-  }
-}
-
-// Ended jobs whose cgroup still runs with nobody left to stop it: a sweep cell whose job killed
-// its sentinel and its supervisor is recorded by the sweep, but its processes live on.
-void kill_ended_but_running(store::Store& store) {
+// The cgroups of this store's recent local jobs that ended while their supervisor is gone. An
+// empty one was left behind (a sentinel that killed the tree and died before removing it, or a
+// supervisor killed after its job's tree ended): removed. One that still holds processes has
+// nobody left to stop it (a sweep cell whose job killed its sentinel and its supervisor is
+// recorded by the sweep, but its processes live on): killed, and billed until then. Only this
+// store's jobs: another NODUS_HOME's jobs may share the cgroup folder, and a live supervisor
+// still reads its cgroup's cpu.stat after the tree is empty.
+void settle_ended_cgroups(store::Store& store) {
   store::JobFilter recent;
   recent.limit = kStaleCgroupJobs;
   for (JobRecord& job : store.jobs(recent)) {
     if (job.backend != "local" || !is_final(job.state)) continue;
     const std::string cgroup = cgroup_from_note(job.note);
-    if (!exists(cgroup) || !cgroup_populated_path(cgroup)) continue;
+    if (!exists(cgroup)) continue;
     if (store::process_alive(job.supervisor_pid, job.supervisor_start)) continue;
+    if (!cgroup_populated_path(cgroup)) {
+      ::rmdir(cgroup.c_str());  // fails harmlessly if a process joined meanwhile
+      continue;
+    }
     const double found = unix_now();
     std::string why = kill_orphan(cgroup);
     // It ran until now: bill all of it, whatever the record said before.
@@ -76,11 +75,6 @@ void kill_ended_but_running(store::Store& store) {
   }
 }
 
-bool stopped(int64_t pid) {
-  auto st = read_proc_stat(static_cast<pid_t>(pid));
-  return st && (st->state == 'T' || st->state == 't');
-}
-
 // Active jobs whose supervisor lives but is stopped while their cgroup runs past the deadline:
 // the sentinel that would have ended them is gone too (it kills the job once the supervisor has
 // been stopped for a moment), so only this command is left to do it.
@@ -89,7 +83,7 @@ void end_stopped_supervisors(store::Store& store, const std::vector<JobRecord>& 
   for (const JobRecord& job : active) {
     if (job.backend != "local") continue;
     if (!store::process_alive(job.supervisor_pid, job.supervisor_start)) continue;
-    if (!stopped(job.supervisor_pid)) continue;
+    if (!process_stopped(static_cast<pid_t>(job.supervisor_pid))) continue;
     const std::string cgroup = cgroup_from_note(job.note);
     if (!exists(cgroup) || !cgroup_populated_path(cgroup)) continue;
     auto deadline = job_deadline(job);
@@ -137,7 +131,7 @@ void reconcile_local_cgroups(store::Store& store, const std::vector<JobRecord>& 
     job->note = job->note.empty() ? note : job->note + "; " + note;
     store.update_job(*job);
   }
-  remove_stale(store);
+  settle_ended_cgroups(store);
 }
 
 }  // namespace
@@ -170,13 +164,9 @@ JobRecord force_end(store::Store& store, JobRecord job, JobState state, const st
   }
   std::string note = why;
   const std::string cgroup = cgroup_from_note(job.note);
-  if (exists(cgroup) && cgroup_populated_path(cgroup)) {
-    cgroup_kill_path(cgroup);
-    if (!cgroup_wait_empty_path(cgroup, kOrphanKillLimit))
-      note += "; cgroup " + cgroup + " still held processes " +
-              std::to_string(kOrphanKillLimit.count()) + " ms after cgroup.kill";
-  }
-  if (exists(cgroup)) ::rmdir(cgroup.c_str());
+  if (exists(cgroup) && !kill_cgroup(cgroup))
+    note += "; cgroup " + cgroup + " still held processes " +
+            std::to_string(kOrphanKillLimit.count()) + " ms after cgroup.kill";
   const double now = unix_now();
   job.state = state;
   job.ended_at = now;
@@ -198,7 +188,6 @@ void reconcile(store::Store& store) {
   end_stopped_supervisors(store, active);
   active = store.active_jobs();
   reconcile_local_cgroups(store, active);
-  kill_ended_but_running(store);
   std::unique_ptr<backend::Backend> slurm;
   for (auto& job : active) {
     if (job.backend == "local") continue;

@@ -135,12 +135,6 @@ int64_t write_end_time(int end_fd) {
   return ns;
 }
 
-// True while the process is stopped (SIGSTOP, SIGTSTP, a tracer's stop: state T or t).
-bool is_stopped(pid_t pid) {
-  auto st = read_proc_stat(pid);
-  return st && (st->state == 'T' || st->state == 't');
-}
-
 [[noreturn]] void sentinel_main(int fd, const SentinelSpec& spec) {
   const pid_t supervisor = ::getppid();
   // Out of the supervisor's session and process group: a signal to that group (timeout -s KILL,
@@ -209,7 +203,7 @@ bool is_stopped(pid_t pid) {
     if (!kill_done) {
       // A job that stops its supervisor (kill -STOP $PPID) must not run on unwatched: only this
       // process is left to end it, and the job could kill this one next.
-      if (!is_stopped(supervisor)) {
+      if (!process_stopped(supervisor)) {
         stopped_since = -1;
       } else if (stopped_since < 0) {
         stopped_since = t;
