@@ -150,6 +150,7 @@ int Supervisor::run(JobRecord& job, const SuperviseRun& run) {
   job.options["instrumentation"] = prepare_instrumentation(job, run.options, spec.env);
   spec.log_path = job.log_path;
   spec.attach = run.attach;
+  spec.log_limit = run.options.log_limit;
   spec.on_line = [&observer](std::string_view line) { observer.on_line(line); };
   // Recorded as started, with its cgroup and a heartbeat, just before its first process starts:
   // killed before it records the launch, this supervisor leaves reconcile a job to kill and bill
