@@ -19,6 +19,7 @@
 #include "core/files.h"
 #include "core/http.h"
 #include "core/parse.h"
+#include "core/text.h"
 
 namespace nodus::billing {
 namespace {
@@ -106,8 +107,23 @@ Result<const PriceEntry*> Catalog::lookup(std::string_view type_or_alias) const 
   std::sort(types.begin(), types.end());
   std::string known;
   for (const auto& t : types) known += (known.empty() ? "" : ", ") + t;
-  return Error::permanent("--gpu: unknown GPU type '" + std::string(type_or_alias) +
-                          "'; known types: " + known);
+  // A typo (H1000, a10, l40) is one or two edits from a type or an alias: name the nearest.
+  const std::string wanted = to_lower(type_or_alias);
+  const size_t allowed = std::max<size_t>(1, std::min<size_t>(2, wanted.size() / 3));
+  std::string guess;
+  size_t best = allowed + 1;
+  for (const auto& e : entries_) {
+    std::vector<std::string> names = {e.type};
+    names.insert(names.end(), e.aliases.begin(), e.aliases.end());
+    for (const auto& n : names)
+      if (size_t d = edit_distance(wanted, to_lower(n)); d < best) {
+        best = d;
+        guess = n == e.type ? e.type : n + " (" + e.type + ")";
+      }
+  }
+  return Error::permanent("--gpu: unknown GPU type '" + escape_control(type_or_alias) + "'" +
+                          (guess.empty() ? "" : "; did you mean " + guess + "?") +
+                          "; known types: " + known);
 }
 
 const PriceEntry* Catalog::match_device_name(std::string_view device_name) const {

@@ -38,21 +38,6 @@ CLI::Validator parsed_by(Parse parse) {
       "", "");
 }
 
-size_t distance(const std::string& a, const std::string& b) {
-  // Optimal string alignment: Levenshtein plus adjacent transpositions (--max-cots).
-  std::vector<std::vector<size_t>> d(a.size() + 1, std::vector<size_t>(b.size() + 1));
-  for (size_t i = 0; i <= a.size(); ++i) d[i][0] = i;
-  for (size_t j = 0; j <= b.size(); ++j) d[0][j] = j;
-  for (size_t i = 1; i <= a.size(); ++i)
-    for (size_t j = 1; j <= b.size(); ++j) {
-      size_t cost = a[i - 1] == b[j - 1] ? 0 : 1;
-      d[i][j] = std::min({d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + cost});
-      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1])
-        d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
-    }
-  return d[a.size()][b.size()];
-}
-
 std::string strip_dashes(const std::string& s) {
   size_t i = s.find_first_not_of('-');
   return i == std::string::npos ? "" : s.substr(i);
@@ -309,7 +294,7 @@ std::string nearest(const std::string& word, const std::vector<std::string>& can
   size_t best_d = std::string::npos;
   for (const auto& c : candidates) {
     std::string n = to_lower(strip_dashes(c));
-    size_t d = distance(w, n);
+    size_t d = edit_distance(w, n);
     // --wait for --no-wait, --max for --max-cost: a part of the real name.
     if (w.size() >= 3 && n.size() > w.size() && n.find(w) != std::string::npos) d = 1;
     if (d < best_d) {

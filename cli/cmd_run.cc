@@ -13,8 +13,13 @@
 #include "core/config.h"
 #include "core/error.h"
 #include "core/parse.h"
+#include "core/secret.h"
+#include "core/text.h"
+#include "engine/budget.h"
+#include "engine/deadlines.h"
 #include "engine/gpu_wait.h"
 #include "engine/signals.h"
+#include "engine/stop_controller.h"
 #include "engine/supervisor.h"
 #include "engine/supervisor_process.h"
 
@@ -24,7 +29,41 @@ namespace {
 struct RunCommand {
   RunFlags flags;
   bool detach = false;
+  bool dry_run = false;
   std::string file;  // -f job.yaml
+
+  // --dry-run: what would run, on what, at what rate, and when its caps would stop it; nothing
+  // runs and nothing is stored.
+  int print_dry_run(const JobRecord& job) const {
+    std::string out = "would run: " + escape_control(command_line(redact_argv(job.argv))) + "\n";
+    if (!job.image.empty()) out += "  image: " + job.image + "\n";
+    if (job.gpu_count > 0)
+      out += "  gpus: " + std::to_string(job.gpu_count) + " x " + job.gpu_type + " at " +
+             format_usd(job.rate_per_gpu_hour) + "/GPU-hour (" +
+             format_usd(job.rate_per_gpu_hour * job.gpu_count) + "/hour)\n";
+    else
+      out += std::string("  gpus: none") +
+             (job.rate_per_gpu_hour > 0 ? ", billed " + format_usd(job.rate_per_gpu_hour) + "/hour"
+                                        : ", not billed") +
+             "\n";
+    const auto grace = std::chrono::milliseconds(job.grace_ms);
+    if (auto plan = engine::plan_stop(job)) {
+      const char* what = plan->reason == JobState::kTimeout ? "--timeout" : "--max-cost";
+      char buf[160];
+      std::snprintf(buf, sizeof buf, "  stop: %s, SIGTERM at %.1f s, SIGKILL at %.1f s\n", what,
+                    plan->term_after.count(), plan->kill_after.count());
+      out += buf;
+    } else {
+      out += "  stop: none (no --max-cost or --timeout: it runs until it ends)\n";
+    }
+    auto worst = engine::worst_case_cost(job.gpu_count, job.rate_per_gpu_hour, job.max_cost,
+                                         job.timeout_ms, job.grace_ms);
+    out += "  worst case: " + (worst ? format_usd(*worst) : std::string("unbounded")) + "\n";
+    std::fputs(out.c_str(), stdout);
+    if (auto warning = engine::plan_warning(engine::plan_stop(job), grace))
+      std::fprintf(stderr, "nodus: %s\n", warning->c_str());
+    return 0;
+  }
 
   int operator()() const {
     engine::JobRequest request = to_request(flags);
@@ -35,6 +74,7 @@ struct RunCommand {
     std::optional<engine::Inventory> inventory;
     if (request.backend == "local" && !request.gpu.none()) inventory = local_inventory(catalog);
     JobRecord job = engine::build_job(request, catalog, inventory ? &*inventory : nullptr);
+    if (dry_run) return print_dry_run(job);
 
     auto store = open_store();
     store->reconcile_dead_supervisors();
@@ -127,6 +167,9 @@ Command add_run(CLI::App& app) {
                      "nodus run -d --gpu L4 --max-cost 1 --name tune -- python train.py --lr 3e-4",
                      "nodus run --timeout 90s -- ./preprocess.sh data/"});
   add_run_flags(sub, cmd->flags);
+  sub->add_flag("--dry-run", cmd->dry_run,
+                "print what would run, its rate, when its caps stop it and its worst-case cost; "
+                "run nothing");
   sub->add_flag("-d,--detach", cmd->detach,
                 "print the job id and return; a background supervisor enforces the caps");
   sub->add_option("-f,--file", cmd->file,

@@ -198,12 +198,15 @@ Command add_show(CLI::App& app) {
   auto cmd = std::make_shared<ShowCommand>();
   CLI::App* sub = app.add_subcommand(
       "show", "show a job (utilization, idle cost, diagnosis) or a sweep's table");
-  set_examples(sub,
-               {"nodus show 42", "nodus show resnet --format json", "nodus show s3 --sort cost"});
+  set_examples(
+      sub, {"nodus show 42", "nodus show resnet --format json", "nodus show s3 --sort cost_usd"});
   sub->add_option("id", cmd->id, "job id or name, or sweep id (s3) or name")
       ->type_name("JOB|SWEEP")
       ->required();
-  sub->add_option("--sort", cmd->sort, "sweep table: sort by this column")->type_name("COLUMN");
+  sub->add_option(
+         "--sort", cmd->sort,
+         "sweep table: sort by this column, by its json key (cost_usd, wall_s, throughput, ...)")
+      ->type_name("COLUMN");
   sub->add_option("--objective", cmd->objective,
                   "sweep table: rank cells by NAME[:max|min] (default: the sweep's own)")
       ->type_name("NAME[:DIR]");

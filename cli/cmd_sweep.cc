@@ -20,8 +20,10 @@
 #include "core/files.h"
 #include "core/parse.h"
 #include "core/secret.h"
+#include "engine/deadlines.h"
 #include "engine/reconcile.h"
 #include "engine/signals.h"
+#include "engine/stop_controller.h"
 #include "engine/supervisor_process.h"
 #include "engine/sweep_plan.h"
 #include "engine/sweep_progress.h"
@@ -267,6 +269,13 @@ struct SweepCommand {
       std::fprintf(stderr,
                    "nodus: cells have no --max-cost or --timeout: with --budget each runs alone, "
                    "capped at what is left\n");
+    // As `run` warns: a cell whose cap (or share of the budget, when the first cells start
+    // together) buys less than the grace period gets its SIGTERM the moment it starts.
+    std::optional<double> share;
+    if (p.budget) share = *p.budget / std::max<size_t>(1, std::min<size_t>(p.parallel, n));
+    if (auto warning = engine::plan_warning(engine::plan_stop(base, share),
+                                            std::chrono::milliseconds(base.grace_ms)))
+      std::fprintf(stderr, "nodus: each cell: %s\n", warning->c_str());
   }
 
   nlohmann::json definition(const Plan& p) const {

@@ -33,7 +33,25 @@ int main(int argc, char** argv) {
   // Every subcommand's options on one page: what help2man turns into the man page. Set after
   // the subcommands are made, so they do not inherit it (their --help stays their own).
   app.set_help_all_flag("--help-all", "print help for every command");
+  app.footer(exit_code::help_text());
   cli::harden(app);
+  // Bare `nodus`: what it is for and how to start, as docker and kubectl answer (exit 0).
+  if (argc == 1) {
+    std::printf(
+        "Usage: nodus COMMAND [OPTIONS] [-- CMD [ARGS...]]\n\n"
+        "Run GPU jobs with hard cost caps, sweep their knobs, and see what idle GPUs cost.\n\n"
+        "Examples:\n"
+        "  nodus run --gpu H100 --max-cost 5 --timeout 2h -- python train.py\n"
+        "  nodus sweep --param num_workers=0,4,8 --budget 2 -- python train.py\n"
+        "  nodus ps                 jobs running now (-a: all)\n"
+        "  nodus show 42            one job: its cost, utilization and what to fix first\n"
+        "  nodus logs -f 42         its output\n"
+        "  nodus stop 42\n\n"
+        "Commands: run, sweep, ps, show, logs, stop, wait, sweeps, cost, prices, estimate, "
+        "report,\n          config, gpus, completion\n\n"
+        "nodus COMMAND --help for one command, nodus --help-all for all of them.\n");
+    return 0;
+  }
   try {
     // The job's command (after "--", or from the first plain word of `run`/`sweep`) never
     // reaches CLI11; every other argument must be an option CLI11 knows, or parsing fails.

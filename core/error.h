@@ -4,6 +4,7 @@
 
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "core/result.h"
 
@@ -19,6 +20,17 @@ inline constexpr int kNodusError = 125;      // nodus itself failed (bad input, 
 inline constexpr int kCannotRun = 126;       // command found but not executable
 inline constexpr int kNotFound = 127;        // command not found
 inline constexpr int kInterrupted = 130;     // Ctrl-C
+inline constexpr int kStopped = 143;         // `nodus stop` (128 + SIGTERM)
+
+// The one table of them, as the README's "Exit status" prints it (a test compares the two) and
+// `nodus --help-all` ends with it: {code, when}, in Markdown.
+struct Row {
+  const char* code;
+  const char* when;
+};
+const std::vector<Row>& table();
+// The table as help text: aligned, backticks dropped.
+std::string help_text();
 }  // namespace exit_code
 
 class Fatal : public std::runtime_error {

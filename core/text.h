@@ -24,6 +24,10 @@ std::string escape_control(std::string_view text);
 // which a library must not change.
 size_t display_width(std::string_view text);
 
+// Optimal string alignment distance: Levenshtein plus adjacent transpositions ("cots" is one
+// from "cost"), by bytes. For did-you-mean suggestions.
+size_t edit_distance(std::string_view a, std::string_view b);
+
 // The first problem that makes `text` unfit for a name or parameter value, or "" when fine:
 // "not valid UTF-8" or "contains a control character".
 std::string text_problem(std::string_view text);

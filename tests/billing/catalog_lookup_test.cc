@@ -25,9 +25,16 @@ TEST(CatalogLookup, UnknownTypeListsTheKnownTypesSorted) {
   auto r = c.lookup("X100");
   ASSERT_FALSE(r.ok());
   const std::string& msg = r.error().message;
-  EXPECT_EQ(
-      msg.rfind("--gpu: unknown GPU type 'X100'; known types: A100-40GB, A100-80GB, A10G, ", 0), 0u)
+  EXPECT_EQ(msg.rfind("--gpu: unknown GPU type 'X100'; did you mean H100 (H100-SXM)?; known "
+                      "types: A100-40GB, A100-80GB, A10G, ",
+                      0),
+            0u)
       << msg;
+  auto far = c.lookup("quantum");
+  ASSERT_FALSE(far.ok());
+  EXPECT_EQ(
+      far.error().message.rfind("--gpu: unknown GPU type 'quantum'; known types: A100-40GB", 0), 0u)
+      << far.error().message;
   for (const auto& e : c.entries()) EXPECT_NE(msg.find(e.type), std::string::npos) << e.type;
   EXPECT_EQ(c.lookup("t4").value()->type, "T4");
 }

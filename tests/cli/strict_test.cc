@@ -14,6 +14,7 @@
 #include <sstream>
 
 #include "cli/fixtures.h"
+#include "core/error.h"
 #include "store/store.h"
 
 namespace nodus::testing {
@@ -373,6 +374,44 @@ std::set<std::string> help_flags(const NodusHome& home, const std::string& sub) 
   for (std::string line; std::getline(lines, line);)
     if (std::regex_search(line, m, flag) && m[1] != "--help") out.insert(m[1]);
   return out;
+}
+
+// Issue 29, point 4: the README's exit status table is the code's (core/error.h), and
+// `--help-all` ends with it.
+TEST(Help, ReadmeExitStatusTableIsTheCodesAndHelpAllPrintsIt) {
+  std::string text = read_file(std::string(NODUS_SOURCE_DIR) + "/README.md");
+  size_t start = text.find("### Exit status\n");
+  ASSERT_NE(start, std::string::npos);
+  const std::string head = "| code | when |\n| --- | --- |\n";
+  size_t header = text.find(head, start);
+  ASSERT_NE(header, std::string::npos);
+  std::istringstream lines(text.substr(header + head.size()));
+  std::vector<std::pair<std::string, std::string>> readme;
+  for (std::string line; std::getline(lines, line) && line.rfind("| ", 0) == 0;) {
+    auto bar = line.find(" | ");
+    readme.emplace_back(line.substr(2, bar - 2), line.substr(bar + 3, line.size() - bar - 5));
+  }
+  std::vector<std::pair<std::string, std::string>> code;
+  for (const auto& row : exit_code::table()) code.emplace_back(row.code, row.when);
+  EXPECT_EQ(readme, code);
+
+  NodusHome home;
+  auto all = home.run({"--help-all"});
+  ASSERT_EQ(all.code, 0);
+  EXPECT_NE(all.out.find("Exit status:"), std::string::npos);
+  EXPECT_NE(all.out.find("123             killed because its enforcers were attacked"),
+            std::string::npos)
+      << all.out;
+  EXPECT_NE(all.out.find("stopped by --max-cost (or a sweep's --budget)"), std::string::npos);
+}
+
+TEST(Help, BareNodusPrintsUsageAndExamples) {
+  NodusHome home;
+  auto r = home.run({});
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.out.rfind("Usage: nodus COMMAND", 0), 0u) << r.out;
+  EXPECT_NE(r.out.find("Examples:\n  nodus run --gpu H100"), std::string::npos) << r.out;
+  EXPECT_EQ(r.err, "");
 }
 
 TEST(Help, ReadmeFlagTablesMatchHelp) {
