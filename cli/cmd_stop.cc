@@ -93,7 +93,7 @@ struct StopCommand {
 
   // A sweep's supervisor gets SIGTERM: its scheduler stops first (no cell starts after it), then
   // it stops the running cells (each through its own supervisor, as `nodus stop JOB` would) and
-  // records the sweep as interrupted.
+  // records the sweep as stopped (exit 143, as a stopped job; Ctrl-C is interrupted, 130).
   int stop_sweep(store::Store& store, const std::string& id) const {
     auto sweep = store.find_sweep(id);
     if (!sweep) throw Fatal("unknown sweep '" + id + "': see nodus sweeps");

@@ -167,7 +167,8 @@ void restore_flags(SweepFlags& f, const store::SweepRecord& sweep,
 int exit_for(const std::string& state) {
   if (state == "completed") return 0;
   if (state == "interrupted") return exit_code::kInterrupted;
-  if (state == "budget") return exit_code::kCostCap;
+  if (state == "stopped") return exit_code::kStopped;
+  if (state == "budget" || state == "cost-cap") return exit_code::kCostCap;
   return 1;
 }
 

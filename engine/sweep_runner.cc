@@ -209,6 +209,7 @@ std::string SweepRunner::run(store::SweepRecord& sweep, std::vector<PlannedCell>
   progress_.begin(cells, settings.budget);
   CellLauncher launcher(store_, progress_, sweep, cells, settings);
   auto& running = launcher.running;
+  SweepStop stop = SweepStop::kNone;
 
   while (true) {
     bool waiting_for_gpus = scheduler.start_what_fits(launcher);
@@ -222,6 +223,8 @@ std::string SweepRunner::run(store::SweepRecord& sweep, std::vector<PlannedCell>
     if (n < 0 && errno != EINTR) throw Fatal(std::string("poll: ") + std::strerror(errno));
     if (fds[0].revents & POLLIN) {
       while (auto sig = signals_.take()) {
+        if (stop == SweepStop::kNone)
+          stop = *sig == SIGTERM ? SweepStop::kStopped : SweepStop::kInterrupted;
         if (!scheduler.stopped())
           std::fprintf(
               stderr,
@@ -267,7 +270,8 @@ std::string SweepRunner::run(store::SweepRecord& sweep, std::vector<PlannedCell>
   // A loser stopped early did what was asked of it: it does not fail the sweep.
   for (const auto& c : cells)
     states.push_back(c.done || c.stopped_early ? JobState::kCompleted : c.job.state);
-  return sweep_outcome(scheduler.stopped(), scheduler.skipped_for_budget(), states);
+  if (scheduler.stopped() && stop == SweepStop::kNone) stop = SweepStop::kInterrupted;
+  return sweep_outcome(stop, scheduler.skipped_for_budget(), states);
 }
 
 }  // namespace nodus::engine

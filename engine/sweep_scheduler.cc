@@ -45,14 +45,19 @@ void SweepScheduler::ended(size_t cell, double cost) {
   running_.erase(it);
 }
 
-std::string sweep_outcome(bool interrupted, bool skipped_for_budget,
+std::string sweep_outcome(SweepStop stop, bool skipped_for_budget,
                           const std::vector<JobState>& cell_states) {
-  if (interrupted) return "interrupted";
+  if (stop == SweepStop::kStopped) return "stopped";
+  if (stop == SweepStop::kInterrupted) return "interrupted";
   auto is = [&](JobState s) { return [s](JobState c) { return c == s; }; };
   if (std::all_of(cell_states.begin(), cell_states.end(), is(JobState::kCompleted)))
     return "completed";
   bool budget_stops = std::any_of(cell_states.begin(), cell_states.end(), is(JobState::kBudget));
-  return skipped_for_budget || budget_stops ? "budget" : "failed";
+  if (skipped_for_budget || budget_stops) return "budget";
+  bool capped = std::all_of(cell_states.begin(), cell_states.end(), [](JobState c) {
+    return c == JobState::kCompleted || c == JobState::kCostCap;
+  });
+  return capped ? "cost-cap" : "failed";
 }
 
 }  // namespace nodus::engine

@@ -78,9 +78,15 @@ class SweepScheduler {
   std::map<size_t, double> running_;  // cell -> reserved
 };
 
+// How a sweep was asked to end early: not, by Ctrl-C or a hang-up (interrupted), or by SIGTERM,
+// which is what `nodus stop` sends (stopped).
+enum class SweepStop { kNone, kInterrupted, kStopped };
+
 // A sweep's final state from its cells' final states (cells done in an earlier run count as
-// completed): interrupted, completed, budget (a cell skipped or stopped for the budget) or failed.
-std::string sweep_outcome(bool interrupted, bool skipped_for_budget,
+// completed): stopped (`nodus stop`), interrupted (Ctrl-C), completed, budget (a cell skipped or
+// stopped for the budget), cost-cap (every cell that did not complete was stopped by its
+// --max-cost) or failed.
+std::string sweep_outcome(SweepStop stop, bool skipped_for_budget,
                           const std::vector<JobState>& cell_states);
 
 }  // namespace nodus::engine

@@ -91,13 +91,16 @@ TEST(SweepDetach, StopEndsTheSchedulerFirstSoNoNewCellStarts) {
   ASSERT_EQ(read_file(starts), "1\n");
   auto stop = home.run({"stop", id});
   EXPECT_EQ(stop.code, 0) << stop.err;
-  EXPECT_NE(stop.out.find("interrupted"), std::string::npos) << stop.out;
+  EXPECT_NE(stop.out.find("stopped"), std::string::npos) << stop.out;
   std::this_thread::sleep_for(std::chrono::seconds(2));
   EXPECT_EQ(read_file(starts), "1\n") << "a cell started after nodus stop";
   auto jobs = jobs_of(home, id);
   ASSERT_EQ(jobs.size(), 1u) << jobs;
   EXPECT_EQ(jobs[0]["state"], "stopped");
-  EXPECT_EQ(home.run({"wait", id}).code, 130);
+  // Stopped by the user, as the README says: 143, not Ctrl-C's 130 (issue 29, point 4).
+  EXPECT_EQ(home.run({"wait", id}).code, 143);
+  auto sweeps = nlohmann::json::parse(home.run({"sweeps", "--format", "json"}).out);
+  EXPECT_EQ(sweeps[0]["state"], "stopped") << sweeps;
   // Stopping an ended sweep is not an error.
   EXPECT_EQ(home.run({"stop", id}).code, 0);
 }

@@ -31,6 +31,19 @@ TEST(Truth, SweepWarnsWhenACellsCapBuysLessThanTheGrace) {
   EXPECT_EQ(roomy.err.find("each cell:"), std::string::npos) << roomy.err;
 }
 
+// Point 4: a sweep whose cells were all stopped by --max-cost ended "cost-cap" and exits with the
+// cap's 122 (before: "failed", exit 1, as if a cell had failed).
+TEST(Truth, ASweepWhoseCellsAllHitTheirCapEndsCostCap) {
+  NodusHome home;
+  auto r = home.run({"sweep", "--gpu", kTestGpu, "--prices", write_test_prices(home), "--max-cost",
+                     "0.3", "--grace", "100ms", "-p", "a=1,2", "--", "sleep", "30"},
+                    {{"NODUS_LOCAL_GPUS", "TEST:8"}});
+  EXPECT_EQ(r.code, 122) << r.err;
+  auto sweeps = nlohmann::json::parse(home.run({"sweeps", "--format", "json"}).out);
+  EXPECT_EQ(sweeps[0]["state"], "cost-cap") << sweeps;
+  EXPECT_EQ(home.run({"wait", "s1"}).code, 122);
+}
+
 // Point 6: `run --dry-run` says what would run and what it could cost, and runs nothing.
 TEST(Truth, RunDryRunShowsTheRateTheStopsAndTheWorstCaseAndRunsNothing) {
   NodusHome home;

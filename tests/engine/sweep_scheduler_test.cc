@@ -262,13 +262,17 @@ TEST(SweepScheduler, AnEndTheSchedulerDidNotStartIsIgnored) {
 
 TEST(SweepOutcome, EachFinalState) {
   using S = JobState;
-  EXPECT_EQ(sweep_outcome(true, false, {S::kCompleted}), "interrupted");
-  EXPECT_EQ(sweep_outcome(false, false, {S::kCompleted, S::kCompleted}), "completed");
-  EXPECT_EQ(sweep_outcome(false, false, {}), "completed");
+  EXPECT_EQ(sweep_outcome(SweepStop::kInterrupted, false, {S::kCompleted}), "interrupted");
+  EXPECT_EQ(sweep_outcome(SweepStop::kStopped, false, {S::kStopped}), "stopped");
+  EXPECT_EQ(sweep_outcome(SweepStop::kNone, false, {S::kCostCap, S::kCostCap}), "cost-cap");
+  EXPECT_EQ(sweep_outcome(SweepStop::kNone, false, {S::kCompleted, S::kCostCap}), "cost-cap");
+  EXPECT_EQ(sweep_outcome(SweepStop::kNone, false, {S::kFailed, S::kCostCap}), "failed");
+  EXPECT_EQ(sweep_outcome(SweepStop::kNone, false, {S::kCompleted, S::kCompleted}), "completed");
+  EXPECT_EQ(sweep_outcome(SweepStop::kNone, false, {}), "completed");
   // A cell skipped for the budget never ran: its row is still waiting.
-  EXPECT_EQ(sweep_outcome(false, true, {S::kCompleted, S::kWaiting}), "budget");
-  EXPECT_EQ(sweep_outcome(false, false, {S::kCompleted, S::kBudget}), "budget");
-  EXPECT_EQ(sweep_outcome(false, false, {S::kCompleted, S::kFailed}), "failed");
+  EXPECT_EQ(sweep_outcome(SweepStop::kNone, true, {S::kCompleted, S::kWaiting}), "budget");
+  EXPECT_EQ(sweep_outcome(SweepStop::kNone, false, {S::kCompleted, S::kBudget}), "budget");
+  EXPECT_EQ(sweep_outcome(SweepStop::kNone, false, {S::kCompleted, S::kFailed}), "failed");
 }
 
 }  // namespace
