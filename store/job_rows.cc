@@ -42,8 +42,27 @@ constexpr Column plain(const char* name) {
           [](Db&, const Stmt& s, int c, JobRecord& j) { get(s, c, j.*Member); }};
 }
 
-nlohmann::json json_at(Db& db, const Stmt& s, int c, const JobRecord& j, const char* name) {
-  return parse_json_column(db, s.text(c), "jobs", j.id, name);
+// A JSON column of a job's row as `T`. A damaged one (not JSON, or JSON of another shape: a
+// file edited by hand, a bad disk) does not make the whole listing unreadable: the job is read
+// with that column empty, and its note says which column was lost and why.
+// The columns read_job found damaged, for the note: read before the note column is.
+thread_local std::string damaged_columns;
+
+template <typename T>
+T json_column(const Stmt& s, int c, JobRecord& j, const char* name, T empty = T()) {
+  auto v = parse_untrusted_json(s.text(c));
+  const char* why = "not JSON";
+  if (!v.is_discarded()) {
+    try {
+      return v.get<T>();
+    } catch (const nlohmann::json::exception&) {
+      why = "JSON of the wrong shape";
+    }
+  }
+  (void)j;
+  damaged_columns += std::string(damaged_columns.empty() ? "" : "; ") + "the store's " + name +
+                     " of this job is unreadable (" + why + "): shown empty";
+  return empty;
 }
 
 // Every column but id, in binding and reading order: the one list the INSERT, UPDATE and SELECT
@@ -58,11 +77,11 @@ const Column kColumns[] = {
        s.bind(i, dump(nlohmann::json(redact_argv(j.argv))));
      },
      [](Db& db, const Stmt& s, int c, JobRecord& j) {
-       j.argv = json_at(db, s, c, j, "argv").get<std::vector<std::string>>();
+       j.argv = json_column<std::vector<std::string>>(s, c, j, "argv");
      }},
     {"env", [](Stmt& s, int i, const JobRecord& j) { s.bind(i, dump(stored_env(j.env))); },
      [](Db& db, const Stmt& s, int c, JobRecord& j) {
-       j.env = json_at(db, s, c, j, "env").get<std::map<std::string, std::string>>();
+       j.env = json_column<std::map<std::string, std::string>>(s, c, j, "env");
      }},
     plain<&JobRecord::workdir>("workdir"),
     plain<&JobRecord::image>("image"),
@@ -78,7 +97,7 @@ const Column kColumns[] = {
     plain<&JobRecord::grace_ms>("grace_ms"),
     {"options", [](Stmt& s, int i, const JobRecord& j) { s.bind(i, dump(j.options)); },
      [](Db& db, const Stmt& s, int c, JobRecord& j) {
-       j.options = json_at(db, s, c, j, "options");
+       j.options = json_column<nlohmann::json>(s, c, j, "options", nlohmann::json::object());
      }},
     {"state", [](Stmt& s, int i, const JobRecord& j) { s.bind(i, to_string(j.state)); },
      [](Db& db, const Stmt& s, int c, JobRecord& j) {
@@ -104,7 +123,9 @@ const Column kColumns[] = {
     plain<&JobRecord::cell_index>("cell_index"),
     plain<&JobRecord::cell_key>("cell_key"),
     {"params", [](Stmt& s, int i, const JobRecord& j) { s.bind(i, dump(j.params)); },
-     [](Db& db, const Stmt& s, int c, JobRecord& j) { j.params = json_at(db, s, c, j, "params"); }},
+     [](Db&, const Stmt& s, int c, JobRecord& j) {
+       j.params = json_column<nlohmann::json>(s, c, j, "params", nlohmann::json::object());
+     }},
 };
 constexpr size_t kColumnCount = std::size(kColumns);
 
@@ -194,11 +215,14 @@ nlohmann::json parse_json_column(Db& db, const std::string& text, const char* ta
 JobRecord read_job(Db& db, const Stmt& s) {
   JobRecord j;
   j.id = s.i64(0);
+  damaged_columns.clear();
   try {
     read_job_columns(db, s, j);
   } catch (const nlohmann::json::exception& e) {  // valid JSON of the wrong shape
     db.fail_message("job " + std::to_string(j.id) + " has a malformed column: " + e.what());
   }
+  if (!damaged_columns.empty())
+    j.note = j.note.empty() ? damaged_columns : damaged_columns + "; " + j.note;
   return j;
 }
 

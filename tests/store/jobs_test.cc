@@ -276,3 +276,43 @@ TEST(StoreJobs, AFailedWriteLeavesNoRow) {
 
 }  // namespace
 }  // namespace nodus::store
+
+namespace nodus::store {
+namespace {
+
+// Issue 28, case 6: one damaged row (argv that is not JSON, env of the wrong shape) leaves the
+// listing readable: that job is read with the column empty and a note saying so; the others are
+// whole. Before, `ps`, `show` and `cost` all failed on it.
+TEST(StoreJobs, ADamagedJsonColumnEmptiesThatColumnNotTheListing) {
+  testing::TempDir dir;
+  auto store = Store::open(dir.db());
+  JobRecord job;
+  job.argv = {"python", "train.py"};
+  job.env = {{"A", "1"}};
+  job.note = "its own note";
+  job.created_at = 1'700'000'000;
+  const int64_t bad = store->insert_job(job);
+  const int64_t good = store->insert_job(job);
+  {
+    Db raw(dir.db(), std::chrono::seconds(1));
+    raw.exec("UPDATE jobs SET argv = 'not json{', env = '[1, 2]' WHERE id = " +
+             std::to_string(bad));
+  }
+  auto damaged = store->job(bad);
+  ASSERT_TRUE(damaged);
+  EXPECT_TRUE(damaged->argv.empty());
+  EXPECT_TRUE(damaged->env.empty());
+  EXPECT_EQ(damaged->note,
+            "the store's argv of this job is unreadable (not JSON): shown empty; the store's env "
+            "of this job is unreadable (JSON of the wrong shape): shown empty; its own note");
+  auto whole = store->job(good);
+  ASSERT_TRUE(whole);
+  EXPECT_EQ(whole->argv, job.argv);
+  EXPECT_EQ(whole->note, "its own note");
+  JobFilter all;
+  all.all = true;
+  EXPECT_EQ(store->jobs(all).size(), 2u);
+}
+
+}  // namespace
+}  // namespace nodus::store
