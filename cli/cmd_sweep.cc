@@ -503,7 +503,7 @@ int supervise_sweep(const engine::Ticket& ticket,
   // What the sweep prints as it runs goes to its log (`nodus logs SWEEP`): the terminal it was
   // started from may be gone.
   std::string log = sweep_log_path(*store, sweep.id);
-  (void)ensure_private_folder(store->folder() + "/logs");  // no job may have made it yet
+  (void)ensure_private_folder(store->folder() + "/logs", false);  // no job may have made it yet
   int fd = open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0600);
   if (fd >= 0) {
     dup2(fd, 2);

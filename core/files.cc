@@ -40,13 +40,18 @@ Result<int> create_new_file(const std::string& path, mode_t mode, int extra_flag
   return Error::permanent("cannot create '" + path + "': it keeps reappearing", 125);
 }
 
-Result<void> ensure_private_folder(const std::string& path) {
+Result<void> ensure_private_folder(const std::string& path, bool follow_link) {
   if (::mkdir(path.c_str(), 0700) == 0) return Result<void>();
   if (errno != EEXIST)
     return Error::permanent("cannot create folder '" + path + "': " + std::strerror(errno), 125);
   struct stat st {};
   if (::lstat(path.c_str(), &st) != 0)
     return Error::permanent("cannot use folder '" + path + "': " + std::strerror(errno), 125);
+  if (S_ISLNK(st.st_mode) && !follow_link)
+    return Error::permanent("refusing to use folder '" + path +
+                                "': it is a symbolic link; nodus keeps it a folder of its own "
+                                "(remove the link)",
+                            125);
   if (S_ISLNK(st.st_mode)) {
     // The top folder ($NODUS_HOME) may be a link the user made; what it points to is checked.
     if (::stat(path.c_str(), &st) != 0)

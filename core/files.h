@@ -19,8 +19,11 @@ Result<int> create_new_file(const std::string& path, mode_t mode, int extra_flag
 
 // Makes `path` a folder only its owner can use: created 0700 when missing; when present it must
 // be a folder (not a symlink), owned by this user, and not writable by group or others, else an
-// error says what is wrong and how to fix it; readable-by-others bits are removed.
-Result<void> ensure_private_folder(const std::string& path);
+// error says what is wrong and how to fix it; readable-by-others bits are removed. A symlink is
+// followed only with follow_link (the top folder, $NODUS_HOME, may be one the user made); the
+// folders nodus makes inside it must be folders, or a planted link would take the job logs, and
+// the chmod, elsewhere.
+Result<void> ensure_private_folder(const std::string& path, bool follow_link = true);
 
 // Reads an input file that must be a regular file of at most max_bytes. `what` names it in
 // errors ("price catalog"). Opening never blocks (a FIFO is refused, not waited on).

@@ -64,7 +64,7 @@ std::unique_ptr<Store> Store::open(const std::string& path,
   // only this user may use them, and a folder someone else owns or can write is refused before
   // anything is stored (core/files.h).
   for (const std::string& sub : {folder, folder + "/logs", folder + "/metrics"}) {
-    auto ok = ensure_private_folder(sub);
+    auto ok = ensure_private_folder(sub, sub == folder);
     if (!ok.ok()) throw Fatal("cannot open store " + path + ": " + ok.error().message);
   }
   bool created = ::access(path.c_str(), F_OK) != 0;

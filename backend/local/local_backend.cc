@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -144,6 +145,14 @@ Result<void> LocalBackend::submit(JobRecord& job, const LaunchSpec& spec) {
     auto created = create_new_file(spec.log_path, 0600, O_APPEND);
     if (!created.ok()) return created.error();
     log_fd = *created;
+  }
+  // $NODUS_METRICS, made here as a new regular file: a link planted at its name (by a job of an
+  // earlier id, say) is removed, so the job never writes its metrics through it.
+  if (!job.metrics_path.empty()) {
+    struct stat st {};
+    if (::lstat(job.metrics_path.c_str(), &st) == 0 && S_ISLNK(st.st_mode))
+      ::unlink(job.metrics_path.c_str());
+    if (auto made = create_new_file(job.metrics_path, 0600, O_APPEND); made.ok()) ::close(*made);
   }
   // Which bytes of the log are stdout and which stderr (log_streams.h); optional: a job whose
   // index cannot be made still runs, `logs --stream` then says there is none.

@@ -4,7 +4,9 @@
 // --metric-regex that backtracks catastrophically, and an invalid one.
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
+#include <filesystem>
 #include <nlohmann/json.hpp>
 
 #include "cli/fixtures.h"
@@ -101,6 +103,32 @@ TEST(MetricsFile, SymlinkToADeviceIsRefusedAndAReplacedFileIsRead) {
   EXPECT_EQ(stats["metrics"]["malformed_values"], 2);     // data_wait 7, samples_per_sec -4
   EXPECT_NE(stats.value("metrics_note", "").find("replaced 1 time"), std::string::npos)
       << stats.dump();
+}
+
+// Issue 28, case 6: links planted in the store's folders. A link at a future job's metrics path
+// is replaced by a new file before the job starts, so the job's metrics never go through it; a
+// logs/ folder replaced by a link is refused (exit 125), and what it points to keeps its mode.
+TEST(MetricsFile, PlantedLinksAreNeitherWrittenThroughNorChmodded) {
+  NodusHome home;
+  ASSERT_EQ(home.run({"run", "--", "true"}).code, 0);
+  const std::string target = home.file("elsewhere.jsonl");
+  ASSERT_EQ(symlink(target.c_str(), home.file("metrics/2.jsonl").c_str()), 0);
+  auto r = home.run({"run", "--", "sh", "-c",
+                     "echo '{\"samples_per_sec\": 5}' >> \"$NODUS_METRICS\"; sleep 1.2"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_FALSE(std::filesystem::exists(target)) << "the job wrote through the planted link";
+  EXPECT_DOUBLE_EQ(show_json(home, "2")["stats"].value("throughput", 0.0), 5);
+
+  const std::string outside = home.file("outside");
+  std::filesystem::create_directory(outside);
+  std::filesystem::permissions(outside, std::filesystem::perms(0755));
+  std::filesystem::remove_all(home.file("logs"));
+  ASSERT_EQ(symlink(outside.c_str(), home.file("logs").c_str()), 0);
+  auto refused = home.run({"run", "--", "true"});
+  EXPECT_EQ(refused.code, 125) << refused.err;
+  EXPECT_NE(refused.err.find("is a symbolic link"), std::string::npos) << refused.err;
+  EXPECT_EQ(static_cast<int>(std::filesystem::status(outside).permissions()), 0755);
+  EXPECT_TRUE(std::filesystem::is_empty(outside));
 }
 
 TEST(MetricRegex, CatastrophicPatternDoesNotStallTheSupervisor) {
