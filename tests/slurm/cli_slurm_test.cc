@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -13,6 +14,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <thread>
 
 #include "billing/catalog.h"
 #include "cluster.h"
@@ -46,11 +48,18 @@ class Nodus {
             {"NO_COLOR", "1"}};
   }
   void set(const std::string& k, const std::string& v) { env_[k] = v; }
+  // The largest file nodus may write (RLIMIT_FSIZE; SIGXFSZ beyond): a flood fails the test
+  // instead of filling the disk.
+  void limit_file_size(rlim_t bytes) { fsize_limit_ = bytes; }
 
   // Starts nodus with `args`; its stdout and stderr go to files in the test's folder.
   pid_t start(const std::vector<std::string>& args) const {
     pid_t pid = fork();
     if (pid == 0) {
+      if (fsize_limit_ > 0) {
+        rlimit limit{fsize_limit_, fsize_limit_};
+        setrlimit(RLIMIT_FSIZE, &limit);
+      }
       for (const auto& [k, v] : env_) setenv(k.c_str(), v.c_str(), 1);
       if (!env_.count("SLURM_JWT")) unsetenv("SLURM_JWT");
       if (chdir(dir_.path().c_str()) != 0) _exit(126);
@@ -67,6 +76,31 @@ class Nodus {
       _exit(127);
     }
     return pid;
+  }
+
+  // As run(), but a nodus still running after `limit_s` is killed and rc is -1: a hang fails
+  // the test instead of stalling it.
+  CliResult run_within(const std::vector<std::string>& args, double limit_s) const {
+    auto t0 = std::chrono::steady_clock::now();
+    pid_t pid = start(args);
+    int status = 0;
+    CliResult r;
+    for (;;) {
+      if (waitpid(pid, &status, WNOHANG) == pid) {
+        r.rc = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+        break;
+      }
+      if (std::chrono::steady_clock::now() - t0 > std::chrono::duration<double>(limit_s)) {
+        kill(pid, SIGKILL);
+        waitpid(pid, nullptr, 0);
+        break;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    r.out = slurp(out_path());
+    r.err = slurp(err_path());
+    return r;
   }
 
   CliResult run(const std::vector<std::string>& args) const {
@@ -94,6 +128,7 @@ class Nodus {
  private:
   const JobDir& dir_;
   std::map<std::string, std::string> env_;
+  rlim_t fsize_limit_ = 0;
 };
 
 TEST(SlurmCli, RunReturnsTheJobsExitCodeAndOutput) {
@@ -268,6 +303,52 @@ TEST(SlurmCli, TokenNeverShowsInOutputOrTheStore) {
   auto bad = nodus.run({"run", "--", "true"});
   EXPECT_EQ(bad.rc, 125);
   EXPECT_EQ(bad.err.find(token), std::string::npos) << bad.err;
+}
+
+// Issue 30, item 6: the output file is the job's, and it can swap it. A FIFO in its place: the
+// attached run still ends at its timeout (nodus never waits in open() for a writer) and `nodus
+// logs` answers at once, in one line. A symlink to /dev/zero: nodus does not follow it (it once
+// wrote 91.7 GB to its stdout in 43 s).
+const char* kSwapOutput =
+    "out=$(readlink /proc/$$/fd/1); echo started; rm -f \"$out\"; %s \"$out\"; sleep 60";
+
+std::string swap_output(const char* how) {
+  char script[256];
+  std::snprintf(script, sizeof script, kSwapOutput, how);
+  return script;
+}
+
+TEST(SlurmCli, AFifoInPlaceOfTheOutputBlocksNothing) {
+  REQUIRE_SLURM_CLUSTER();
+  JobDir dir;
+  Nodus nodus(dir);
+  auto r =
+      nodus.run_within({"run", "--timeout", "6s", "--", "bash", "-c", swap_output("mkfifo")}, 40);
+  ASSERT_NE(r.rc, -1) << "nodus blocked on the FIFO the job put in place of its output";
+  EXPECT_EQ(r.rc, 124) << r.err;
+  EXPECT_LT(r.seconds, 6 + 10);
+  EXPECT_NE(r.err.find("is a FIFO: not read"), std::string::npos) << r.err;
+  auto logs = nodus.run_within({"logs", "1"}, 10);
+  ASSERT_NE(logs.rc, -1) << "nodus logs blocked on the FIFO";
+  EXPECT_EQ(logs.rc, 125) << logs.err;
+  EXPECT_NE(logs.err.find("is a FIFO"), std::string::npos) << logs.err;
+  EXPECT_EQ(std::count(logs.err.begin(), logs.err.end(), '\n'), 1) << logs.err;
+}
+
+TEST(SlurmCli, ASymlinkToDevZeroInPlaceOfTheOutputIsNotRead) {
+  REQUIRE_SLURM_CLUSTER();
+  JobDir dir;
+  Nodus nodus(dir);
+  nodus.limit_file_size(256 << 20);
+  auto r = nodus.run_within(
+      {"run", "--timeout", "6s", "--", "bash", "-c", swap_output("ln -s /dev/zero")}, 40);
+  ASSERT_NE(r.rc, -1) << "nodus did not end";
+  EXPECT_EQ(r.rc, 124) << r.err;  // 128 + SIGXFSZ: it flooded its stdout
+  EXPECT_LT(r.out.size(), 4096u);
+  EXPECT_NE(r.err.find("is a symbolic link: not read"), std::string::npos) << r.err;
+  auto logs = nodus.run_within({"logs", "1"}, 10);
+  EXPECT_EQ(logs.rc, 125) << logs.err;
+  EXPECT_LT(logs.out.size(), 4096u);
 }
 
 }  // namespace
