@@ -47,6 +47,7 @@ std::string RestClient::scrub(std::string message) const {
 Result<http::Response> RestClient::send_once(const std::string& method, const std::string& path,
                                              const std::string& body,
                                              const std::vector<int64_t>& tolerated) {
+  auth_refused_ = 0;  // this request's answer decides
   struct stat st {};
   if (!settings_.unix_socket.empty() && stat(settings_.unix_socket.c_str(), &st) != 0)
     return Error::retryable(settings_.describe() +
@@ -66,6 +67,7 @@ Result<http::Response> RestClient::send_once(const std::string& method, const st
   if (!response)
     return Error::retryable(
         scrub("cannot reach " + settings_.describe() + ": " + response.error().message));
+  auth_refused_ = response->status == 401 || response->status == 403 ? response->status : 0;
   if (response->status >= 200 && response->status < 300) return std::move(*response);
   auto errors = api_->errors(response->body);
   for (int64_t code : tolerated)

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <nlohmann/json.hpp>
 
@@ -316,6 +317,60 @@ TEST(SlurmBackendStop, KillThatSlurmNeverConfirmsIsAnErrorAfterLostAfter) {
   ASSERT_FALSE(r.ok());
   EXPECT_GE(Clock::now() - t0, milliseconds(400));
   EXPECT_NE(r.error().message.find("cannot cancel Slurm job 17"), std::string::npos);
+}
+
+// Issue 30: a token that expires while nodus stops a job is refused by every later request;
+// asking again for lost_after (3 x 10 minutes, in the supervisor) cannot help. The stop ends at
+// once, in one line, and leaves the job to the node's enforcer.
+TEST(SlurmBackendStop, ATokenRejectedWhileCancellingEndsTheRetriesAtOnceInOneLine) {
+  Rig rig;
+  JobRecord job = test_job();
+  job.backend_id = "19";
+  int answered = 0;
+  rig.http->handler = [&](const http::Request& r) -> Result<http::Response> {
+    // The first GET, the SIGKILL and the cancel are accepted; then the token has expired.
+    if (++answered <= 3)
+      return r.method == "GET" ? reply(200, with_state(job, 19, "RUNNING"))
+                               : reply(200, fixture("delete_ok.json"));
+    return reply(401, "Authentication failure");
+  };
+  ::testing::internal::CaptureStderr();
+  auto t0 = Clock::now();
+  auto r = rig.backend->kill(job);
+  auto took = Clock::now() - t0;
+  auto again = rig.backend->kill(job);  // the supervisor's later kill: no new line, no wait
+  auto took_again = Clock::now() - t0 - took;
+  std::string err = ::testing::internal::GetCapturedStderr();
+  ASSERT_FALSE(r.ok());
+  EXPECT_FALSE(r.error().retryable());
+  EXPECT_NE(r.error().message.find("slurm: token rejected (HTTP 401)"), std::string::npos)
+      << r.error().message;
+  EXPECT_NE(r.error().message.find("leaving the job to the node's enforcer"), std::string::npos)
+      << r.error().message;
+  EXPECT_LT(took, milliseconds(100)) << "retried a rejected token (lost_after is 400 ms here)";
+  ASSERT_FALSE(again.ok());
+  EXPECT_LT(took_again, milliseconds(50));
+  EXPECT_EQ(std::count(err.begin(), err.end(), '\n'), 1) << err;
+  EXPECT_NE(err.find("token rejected (HTTP 401)"), std::string::npos) << err;
+  EXPECT_EQ(err.find("tok-123456789"), std::string::npos) << err;
+}
+
+TEST(SlurmBackendStop, AForbiddenCancelIsOneLineToo) {
+  Rig rig;
+  JobRecord job = test_job();
+  job.backend_id = "20";
+  rig.http->handler = [&](const http::Request&) -> Result<http::Response> {
+    return reply(403, "Forbidden");
+  };
+  ::testing::internal::CaptureStderr();
+  auto r = rig.backend->kill(job);
+  std::string err = ::testing::internal::GetCapturedStderr();
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message.find("token rejected (HTTP 403)"), std::string::npos)
+      << r.error().message;
+  EXPECT_EQ(std::count(err.begin(), err.end(), '\n'), 1) << err;
+  // One DELETE, no retries of it.
+  EXPECT_LE(rig.http->count("DELETE", "/job/20"), 1);
 }
 
 TEST(SlurmBackendSubmit, NeverSubmitsAgainBeforeSlurmAnswersTheLookup) {
