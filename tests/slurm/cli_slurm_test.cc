@@ -305,6 +305,37 @@ TEST(SlurmCli, TokenNeverShowsInOutputOrTheStore) {
   EXPECT_EQ(bad.err.find(token), std::string::npos) << bad.err;
 }
 
+// Issue 30, item 4: `sweep -d --rate 36` stored the catalog's rate, so the node's enforcer was
+// armed for a deadline 13.8x too late. The stored rate is the flag's in every mode.
+TEST(SlurmCli, TheRateFlagIsTheStoredRateInEveryMode) {
+  REQUIRE_SLURM_CLUSTER();
+  JobDir dir;
+  Nodus nodus(dir);
+  ASSERT_NE((*billing::Catalog::builtin().lookup("H100"))->usd_per_gpu_hour, 36);
+  const std::vector<std::string> rate = {"--gpu", "H100", "--rate", "36", "--max-cost", "0.15"};
+  auto with = [&](std::vector<std::string> head, std::vector<std::string> tail) {
+    head.insert(head.end(), rate.begin(), rate.end());
+    head.insert(head.end(), tail.begin(), tail.end());
+    return head;
+  };
+  auto first_line = [](const std::string& s) { return s.substr(0, s.find('\n')); };
+  ASSERT_EQ(nodus.run(with({"run"}, {"--", "true"})).rc, 0);
+  auto detached = nodus.run(with({"run", "-d"}, {"--", "true"}));
+  ASSERT_EQ(detached.rc, 0) << detached.err;
+  ASSERT_EQ(nodus.run({"wait", first_line(detached.out)}).rc, 0);
+  ASSERT_EQ(nodus.run(with({"sweep"}, {"--budget", "0.20", "-p", "x=1", "--", "true"})).rc, 0);
+  auto sweep_d = nodus.run(with({"sweep", "-d"}, {"--budget", "0.20", "-p", "x=1", "--", "true"}));
+  ASSERT_EQ(sweep_d.rc, 0) << sweep_d.err;
+  auto waited = nodus.run({"wait", first_line(sweep_d.out)});
+  ASSERT_EQ(waited.rc, 0) << waited.err;
+  const char* modes[] = {"run", "run -d", "sweep", "sweep -d"};
+  for (int id = 1; id <= 4; ++id) {
+    auto job = nodus.show(std::to_string(id));
+    EXPECT_EQ(job["backend"], "slurm");
+    EXPECT_EQ(job["usd_per_gpu_hour"], 36) << modes[id - 1];
+  }
+}
+
 // Issue 30, item 6: the output file is the job's, and it can swap it. A FIFO in its place: the
 // attached run still ends at its timeout (nodus never waits in open() for a writer) and `nodus
 // logs` answers at once, in one line. A symlink to /dev/zero: nodus does not follow it (it once
