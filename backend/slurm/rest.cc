@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <ctime>
 #include <thread>
 
 namespace nodus::backend::slurm {
@@ -72,6 +73,16 @@ Result<http::Response> RestClient::send_once(const std::string& method, const st
   auto errors = api_->errors(response->body);
   for (int64_t code : tolerated)
     if (has_code(errors, code)) return std::move(*response);
+  // Slurm 22.05 answers a request with an expired token with HTTP 500 and a communication error
+  // (5005, which reads as an outage) or a generic one: asking again cannot help.
+  if (auto exp = settings_.uses_jwt() ? jwt_expiry(settings_.jwt) : std::nullopt;
+      exp && *exp <= static_cast<double>(std::time(nullptr))) {
+    auth_refused_ = response->status;
+    return Error::permanent(scrub(settings_.describe() + " refused " + method + " (HTTP " +
+                                  std::to_string(response->status) +
+                                  "): the token (SLURM_JWT) has expired; mint a new one with "
+                                  "`scontrol token`"));
+  }
   return error_from(method, *response);
 }
 

@@ -66,8 +66,9 @@ class RestClient {
   // Removes the token (and the full URL, which may carry credentials) from a message.
   std::string scrub(std::string message) const;
 
-  // The HTTP status (401 or 403) of the last answer that refused this client's credentials (an
-  // expired or revoked token), 0 when the last answer did not: asking again cannot help then.
+  // The HTTP status of the last answer that refused this client's credentials (401 or 403, or
+  // any failure while the token's exp has passed: Slurm 22.05 answers an expired token with a
+  // 500), 0 when the last answer did not: asking again cannot help then.
   long auth_refused() const { return auth_refused_; }
 
  private:

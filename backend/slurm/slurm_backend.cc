@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cstdio>
+#include <ctime>
 #include <map>
 #include <thread>
 
@@ -117,8 +118,9 @@ class SlurmBackend final : public Backend {
   // with backoff through slurmrestd outages, up to lost_after. An answer that refuses the
   // credentials (401/403: the token expired) ends it at once: see token_rejected.
   Result<void> cancel_until_gone(RestClient& rest, JobRecord& job, int64_t id);
-  // The error for a stop that slurmrestd refused for its credentials; said on stderr once (a
-  // token does not come back to life, so every later stop fails the same way, at once).
+  // The error for a stop that slurmrestd refused for its credentials, the one line the
+  // supervisor prints (once: a token does not come back to life, so every later stop fails the
+  // same way, at once, and the supervisor does not say it again).
   Error token_rejected(const RestClient& rest, int64_t id);
   // The job's runs in Slurm's accounting, those named as nodus named it (an id Slurm gave again
   // after its state was reset is another job). Empty when accounting has none, or when the
@@ -458,13 +460,21 @@ Result<void> SlurmBackend::kill(JobRecord& job) {
 Error SlurmBackend::token_rejected(const RestClient& rest, int64_t id) {
   if (token_rejected_) return *token_rejected_;
   const bool jwt = rest.settings().uses_jwt();
+  std::string why = jwt ? " (SLURM_JWT expired or revoked?)" : "";
+  if (auto exp = jwt ? jwt_expiry(rest.settings().jwt) : std::nullopt;
+      exp && *exp <= static_cast<double>(std::time(nullptr))) {
+    char when[32];
+    std::time_t t = static_cast<std::time_t>(*exp);
+    std::tm tm{};
+    gmtime_r(&t, &tm);
+    std::strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S UTC", &tm);
+    why = std::string(" (SLURM_JWT expired at ") + when + ")";
+  }
   std::string line = std::string("slurm: ") + (jwt ? "token" : "authentication") +
                      " rejected (HTTP " + std::to_string(rest.auth_refused()) +
-                     ") while cancelling Slurm job " + std::to_string(id) +
-                     (jwt ? " (SLURM_JWT expired or revoked?)" : "") +
+                     ") while cancelling Slurm job " + std::to_string(id) + why +
                      ": not retrying; leaving the job to the node's enforcer (its deadline in the "
                      "batch script, then Slurm's time limit)";
-  std::fprintf(stderr, "nodus: %s\n", line.c_str());
   token_rejected_ = Error::permanent(line);
   return *token_rejected_;
 }

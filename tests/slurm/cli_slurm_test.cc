@@ -336,6 +336,40 @@ TEST(SlurmCli, TheRateFlagIsTheStoredRateInEveryMode) {
   }
 }
 
+// Issue 30, item 7: a token that expires while the job runs. Slurm 22.05 answers it with HTTP 500
+// (not 401), which nodus once took for an outage and retried with for 33 minutes, deaf to
+// SIGTERM. Now nodus says so in one line and returns, and the node's enforcer ends the job at
+// its deadline.
+TEST(SlurmCli, AnExpiredTokenEndsNodusAtOnceAndTheNodeStopsTheJob) {
+  REQUIRE_SLURM_CLUSTER();
+  JobDir dir;
+  Nodus nodus(dir);
+  nodus.set("NODUS_SLURM_URL", cluster().tcp_url);
+  nodus.set("NODUS_SLURM_USER", cluster().user);
+  nodus.set("SLURM_JWT", cluster().token(cluster().user, 4));
+  auto r = nodus.run_within({"run", "--timeout", "20s", "--", "sleep", "120"}, 90);
+  ASSERT_NE(r.rc, -1) << "nodus kept retrying with the expired token";
+  EXPECT_EQ(r.rc, 125) << r.err;
+  EXPECT_LT(r.seconds, 15) << r.err;
+  std::istringstream err_lines(r.err);
+  std::string line;
+  int rejected = 0;
+  while (std::getline(err_lines, line))
+    if (line.rfind("nodus: kill failed: slurm: token rejected (HTTP 500)", 0) == 0) ++rejected;
+  EXPECT_EQ(rejected, 1) << r.err;
+  EXPECT_NE(r.err.find("leaving the job to the node's enforcer"), std::string::npos) << r.err;
+  // The store names the Slurm job; over the socket (no token) Slurm says how it ended.
+  nodus.set("NODUS_SLURM_URL", cluster().socket_url);
+  nodus.set("SLURM_JWT", "");
+  auto job = nodus.show("1");
+  int64_t id = std::stoll(job["backend_id"].get<std::string>());
+  auto rest = cluster_client(cluster_settings(dir));
+  auto ended = poll_until(
+      *rest, id, [](const SlurmJob& j) { return phase_of(j.state) == Phase::kFinal; }, 60);
+  ASSERT_TRUE(ended) << "the job outlived its deadline";
+  EXPECT_LE(ended->end_time - ended->start_time, 20 + 3) << "the node's enforcer missed it";
+}
+
 // Issue 30, item 6: the output file is the job's, and it can swap it. A FIFO in its place: the
 // attached run still ends at its timeout (nodus never waits in open() for a writer) and `nodus
 // logs` answers at once, in one line. A symlink to /dev/zero: nodus does not follow it (it once
