@@ -23,8 +23,9 @@ struct LaunchSpec {
   // Complete environment additions for the job: the user's --env (unredacted), NODUS_* and
   // CUDA_VISIBLE_DEVICES / NVIDIA_VISIBLE_DEVICES. Local jobs inherit the rest of nodus's env.
   std::map<std::string, std::string> env;
-  std::string log_path;  // the job's stdout and stderr, interleaved, are appended here
-  bool attach = true;    // also copy output to nodus's own stdout/stderr
+  std::string log_path;    // the job's stdout and stderr, interleaved, are appended here
+  bool attach = true;      // also copy output to nodus's own stdout/stderr
+  uint64_t log_limit = 0;  // bytes of log kept at most, head and tail (--log-limit); 0: all
   // Called with every complete output line (without the newline), for --metric-regex.
   std::function<void(std::string_view line)> on_line;
   // Called by the local backend once the job's containment is ready (its note names the cgroup)

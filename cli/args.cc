@@ -1,6 +1,7 @@
 #include "cli/args.h"
 
 #include <algorithm>
+#include <cctype>
 #include <set>
 #include <stdexcept>
 
@@ -128,6 +129,25 @@ CLI::Validator usd_value() {
 CLI::Validator duration_value() {
   return parsed_by([](const std::string& v) { return parse_duration(v, ""); });
 }
+CLI::Validator image_value() {
+  return CLI::Validator(
+      [](std::string& v) -> std::string {
+        auto ok = [](char c) {
+          return std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '-' ||
+                 c == '/' || c == ':' || c == '@';
+        };
+        if (!v.empty() && std::isalnum(static_cast<unsigned char>(v.front())) &&
+            std::all_of(v.begin(), v.end(), ok) && v.size() <= 4096)
+          return "";
+        return "invalid value '" + escape_control(v) +
+               "': expected an image reference (python:3.11, ghcr.io/org/img@sha256:...): a "
+               "letter or digit first, then letters, digits and . _ - / : @";
+      },
+      "", "");
+}
+CLI::Validator size_value(uint64_t min_bytes) {
+  return parsed_by([min_bytes](const std::string& v) { return parse_size(v, "", min_bytes); });
+}
 CLI::Validator gpu_value() {
   return parsed_by([](const std::string& v) { return parse_gpu_request(v); });
 }
@@ -171,6 +191,16 @@ Result<void> check_name(const std::string& name, const std::string& flag) {
   if (name.size() > 200)
     return Error::permanent(flag + ": invalid value: at most 200 bytes (got " +
                             std::to_string(name.size()) + ")");
+  // As docker names containers: never an option (-x), a cell (s3:2), a path or a bidi trick.
+  auto allowed = [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.' || c == '-' ||
+           c == '+';
+  };
+  if (!std::isalnum(static_cast<unsigned char>(name.front())) ||
+      !std::all_of(name.begin(), name.end(), allowed))
+    return Error::permanent(flag + ": invalid value '" + shown +
+                            "': a name is ASCII letters, digits and . _ + -, starting with a "
+                            "letter or digit (resnet-baseline, lr_3e-4)");
   return Result<void>();
 }
 

@@ -27,7 +27,13 @@ CLI::Validator duration_value();
 CLI::Validator gpu_value();
 CLI::Validator percent_value();
 CLI::Validator env_value();
+// A container image reference: starts with a letter or digit (never an option such as
+// --privileged), then letters, digits and . _ - / : @ only.
+CLI::Validator image_value();
 CLI::Validator format_value();
+// A size (core/parse.h parse_size) of at least min_bytes, or none.
+CLI::Validator size_value(uint64_t min_bytes);
+inline constexpr uint64_t kMinLogLimit = uint64_t{1} << 20;  // --log-limit: at least 1 MiB
 CLI::Validator one_of(std::vector<std::string> allowed);
 // A name for a job or sweep: non-empty, valid UTF-8, no control characters, and not the form of
 // an id (42 or s3), so an id and a name can never mean two different things.

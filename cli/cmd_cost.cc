@@ -135,8 +135,8 @@ struct CostCommand {
     if (groupings.empty())
       throw Fatal("--by: invalid value '" + by + "': expected day, gpu, sweep or name");
 
-    auto store = open_store();
-    engine::reconcile(*store);
+    auto store = open_store_to_read();
+    reconcile_to_read(*store);
     std::vector<std::vector<Row>> results;
     for (const auto* g : groupings) results.push_back(rows(*store, *g, from, to));
 

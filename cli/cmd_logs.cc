@@ -6,7 +6,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <optional>
 #include <vector>
@@ -62,18 +65,86 @@ JobRecord find_job_or_throw(store::Store& store, const std::string& id) {
 
 namespace {
 
+using backend::local::LogGap;
+
+// A log read front to back, around what --log-limit dropped (its gap, log_streams.h): the gap
+// is read again after every read, so bytes punched out while they were read are never printed.
+class LogReader {
+ public:
+  LogReader(int fd, std::string log_path) : fd_(fd), path_(std::move(log_path)) {
+    gap_ = backend::local::read_log_gap(path_);
+  }
+  const LogGap& gap() const { return gap_; }
+
+  // Up to `cap` bytes at *pos (skipping the gap, *pos moves past it), 0 at the end for now.
+  ssize_t read(uint64_t& pos, char* buf, size_t cap) {
+    for (;;) {
+      if (gap_.has() && pos >= gap_.begin && pos < gap_.end) {
+        announce();
+        pos = gap_.end;
+      }
+      size_t want = cap;
+      if (gap_.has() && pos < gap_.begin) want = std::min<uint64_t>(want, gap_.begin - pos);
+      ssize_t n = pread(fd_, buf, want, static_cast<off_t>(pos));
+      if (n <= 0) return n;
+      if (LogGap now = backend::local::read_log_gap(path_); now.has()) gap_ = now;
+      const uint64_t end = pos + static_cast<uint64_t>(n);
+      if (gap_.has() && pos < gap_.end && end > gap_.begin) {
+        if (pos >= gap_.begin) continue;  // dropped while it was read
+        n = static_cast<ssize_t>(gap_.begin - pos);
+      }
+      pos += static_cast<uint64_t>(n);
+      return n;
+    }
+  }
+  // Reads and prints log[pos, end) (end: the file's end) around the gap.
+  void print_to(uint64_t& pos, uint64_t end = UINT64_MAX) {
+    char buf[65536];
+    while (pos < end) {
+      ssize_t n = read(pos, buf, std::min<uint64_t>(sizeof buf, end - pos));
+      if (n <= 0) return;
+      print(std::string(buf, static_cast<size_t>(n)));
+    }
+  }
+
+ private:
+  // Where the dropped bytes were, in the output's order; on stderr, so stdout stays the job's.
+  void announce() {
+    if (told_ == gap_.end) return;
+    std::fflush(stdout);
+    std::fprintf(stderr, "nodus: [%s of output dropped here by --log-limit]\n",
+                 format_size(gap_.end - std::max(gap_.begin, told_)).c_str());
+    told_ = gap_.end;
+  }
+  int fd_;
+  std::string path_;
+  LogGap gap_;
+  uint64_t told_ = 0;
+};
+
 // Offset in the log from which its last `lines` lines start: reads backwards in blocks, so a
-// multi-gigabyte log costs only what is printed. A last line without a newline counts.
-off_t tail_offset(int fd, long lines) {
+// multi-gigabyte log costs only what is printed; the gap (what --log-limit dropped) is skipped.
+// A last line without a newline counts.
+off_t tail_offset(int fd, long lines, const LogGap& gap) {
   struct stat st {};
   if (fstat(fd, &st) != 0 || st.st_size == 0) return 0;
   off_t end = st.st_size;
+  if (gap.has() && static_cast<uint64_t>(end) <= gap.end)
+    end = static_cast<off_t>(std::min<uint64_t>(gap.begin, static_cast<uint64_t>(end)));
+  if (end == 0) return 0;
   char last = 0;
   if (pread(fd, &last, 1, end - 1) == 1 && last == '\n') --end;  // the final newline ends a line
   long seen = 0;
   char buf[65536];
   for (off_t pos = end; pos > 0;) {
-    off_t start = pos > static_cast<off_t>(sizeof buf) ? pos - static_cast<off_t>(sizeof buf) : 0;
+    if (gap.has() && static_cast<uint64_t>(pos) > gap.begin &&
+        static_cast<uint64_t>(pos) <= gap.end)
+      pos = static_cast<off_t>(gap.begin);
+    if (pos == 0) break;
+    off_t floor =
+        gap.has() && static_cast<uint64_t>(pos) > gap.end ? static_cast<off_t>(gap.end) : 0;
+    off_t start =
+        pos - floor > static_cast<off_t>(sizeof buf) ? pos - static_cast<off_t>(sizeof buf) : floor;
     ssize_t n = pread(fd, buf, static_cast<size_t>(pos - start), start);
     if (n <= 0) return 0;
     for (ssize_t i = n - 1; i >= 0; --i)
@@ -120,18 +191,6 @@ uint64_t tail_start(int fd, const Ranges& ranges, long lines) {
   return 0;
 }
 
-// Prints log[begin, end) with pread.
-void print_range(int fd, uint64_t begin, uint64_t end) {
-  char buf[65536];
-  while (begin < end) {
-    ssize_t n =
-        pread(fd, buf, std::min<uint64_t>(sizeof buf, end - begin), static_cast<off_t>(begin));
-    if (n <= 0) return;
-    print(std::string(buf, static_cast<size_t>(n)));
-    begin += static_cast<uint64_t>(n);
-  }
-}
-
 struct LogsCommand {
   std::string id;
   bool follow = false;
@@ -160,17 +219,29 @@ struct LogsCommand {
     auto selected = [&](const StreamSpan& s) {
       return (want < 0 || s.stream == want) && (!cutoff || s.time >= *cutoff);
     };
+    LogReader reader(fd, job.log_path);
     uint64_t pos = 0;  // the log is printed or skipped up to here
     if (tail >= 0) {
       Ranges ranges;
-      for (const auto& s : spans)
-        if (selected(s) && s.end > s.begin) ranges.emplace_back(s.begin, s.end);
+      const LogGap& gap = reader.gap();
+      for (const auto& s : spans) {
+        if (!selected(s) || s.end <= s.begin) continue;
+        if (!gap.has() || s.end <= gap.begin || s.begin >= gap.end) {
+          ranges.emplace_back(s.begin, s.end);
+          continue;
+        }
+        if (s.begin < gap.begin) ranges.emplace_back(s.begin, gap.begin);
+        if (s.end > gap.end) ranges.emplace_back(gap.end, s.end);
+      }
       pos = tail_start(fd, ranges, tail);
     }
     for (bool last = !follow;;) {
       for (const auto& s : spans) {
         if (s.end <= pos) continue;
-        if (selected(s)) print_range(fd, std::max(s.begin, pos), s.end);
+        if (selected(s)) {
+          uint64_t from = std::max(s.begin, pos);
+          reader.print_to(from, s.end);
+        }
         pos = s.end;
       }
       if (last) break;
@@ -192,7 +263,7 @@ struct LogsCommand {
   }
 
   int operator()() const {
-    auto store = open_store();
+    auto store = open_store_to_read();
     if (id.size() > 1 && id[0] == 's' && id.find_first_not_of("0123456789", 1) == std::string::npos)
       return sweep_log(*store);
     JobRecord job = find_job_or_throw(*store, id);
@@ -206,14 +277,19 @@ struct LogsCommand {
       throw Fatal("cannot read the log of job " + std::to_string(job.id) + ": " + job.log_path +
                   ": " + std::strerror(errno));
     }
-    if (fd >= 0 && tail >= 0) {
-      off_t from = tail == 0 ? lseek(fd, 0, SEEK_END) : tail_offset(fd, tail);
-      lseek(fd, from, SEEK_SET);
+    std::optional<LogReader> reader;
+    uint64_t pos = 0;
+    if (fd >= 0) {
+      reader.emplace(fd, job.log_path);
+      if (tail >= 0)
+        pos = static_cast<uint64_t>(tail == 0 ? lseek(fd, 0, SEEK_END)
+                                              : tail_offset(fd, tail, reader->gap()));
     }
     char buf[65536];
     for (;;) {
-      if (fd < 0) fd = open_log("job " + std::to_string(job.id), job.log_path);
-      ssize_t n = fd >= 0 ? read(fd, buf, sizeof buf) : 0;
+      if (fd < 0 && (fd = open_log("job " + std::to_string(job.id), job.log_path)) >= 0)
+        reader.emplace(fd, job.log_path);
+      ssize_t n = reader ? reader->read(pos, buf, sizeof buf) : 0;
       if (n > 0) {
         print(std::string(buf, static_cast<size_t>(n)));
         continue;
@@ -223,8 +299,7 @@ struct LogsCommand {
       auto now = store->job(job.id);
       if (!now || is_final(now->state)) {
         // One more read: output written just before the job ended.
-        while (fd >= 0 && (n = read(fd, buf, sizeof buf)) > 0)
-          print(std::string(buf, static_cast<size_t>(n)));
+        if (reader) reader->print_to(pos);
         if (now) job = *now;
         break;
       }

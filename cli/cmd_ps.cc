@@ -17,8 +17,8 @@ struct PsCommand {
   std::string state;
   int operator()() const {
     Format f = format_from(format);
-    auto store = open_store();
-    engine::reconcile(*store);
+    auto store = open_store_to_read();
+    reconcile_to_read(*store);
     store::JobFilter filter;
     filter.all = all || !sweep.empty();
     filter.limit = filter.all ? 1'000'000 : limit;

@@ -213,7 +213,7 @@ struct ReportCommand {
   int operator()() const {
     if (format != "html" && format != "md")
       throw Fatal("--format: invalid value '" + format + "': expected html or md");
-    auto store = open_store();
+    auto store = open_store_to_read();
     report::ReportData data;
     bool sweep_id =
         !id.empty() && id[0] == 's' && id.find_first_not_of("0123456789", 1) == std::string::npos;

@@ -179,8 +179,8 @@ struct ShowCommand {
 
   int operator()() const {
     Format f = format_from(format);
-    auto store = open_store();
-    engine::reconcile(*store);
+    auto store = open_store_to_read();
+    reconcile_to_read(*store);
     bool looks_like_sweep =
         !id.empty() && id[0] == 's' && id.find_first_not_of("0123456789", 1) == std::string::npos;
     if (!looks_like_sweep) {

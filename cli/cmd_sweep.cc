@@ -104,6 +104,7 @@ nlohmann::json definition_options(const SweepFlags& f, const engine::JobRequest&
   if (f.run.no_instrument) o["no_instrument"] = true;
   if (f.run.cpus_per_gpu > 0) o["cpus_per_gpu"] = f.run.cpus_per_gpu;
   if (f.run.profile) o["profile"] = true;
+  if (f.run.log_limit != "1G") o["log_limit"] = f.run.log_limit;
   return o;
 }
 
@@ -169,6 +170,7 @@ void restore_flags(SweepFlags& f, const store::SweepRecord& sweep,
   f.run.no_instrument = o.value("no_instrument", false);
   f.run.cpus_per_gpu = o.value("cpus_per_gpu", 0);
   f.run.profile = o.value("profile", false);
+  f.run.log_limit = o.value("log_limit", "1G");
   f.run.env.clear();
   f.sample = d.value("sample", uint64_t{0});
   f.seed = d.value("seed", uint64_t{1});

@@ -14,8 +14,8 @@ struct SweepsCommand {
   std::string format = "table";
   int operator()() const {
     Format f = format_from(format);
-    auto store = open_store();
-    engine::reconcile(*store);
+    auto store = open_store_to_read();
+    reconcile_to_read(*store);
     Table t({{"id", "ID"},
              {"name", "NAME"},
              {"state", "STATE"},

@@ -1,5 +1,7 @@
 #include "cli/common.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cstdio>
 
@@ -8,6 +10,7 @@
 #include "core/config.h"
 #include "core/error.h"
 #include "core/parse.h"
+#include "engine/reconcile.h"
 #include "sweep/metric_regex.h"
 #include "telemetry/phases.h"
 
@@ -47,7 +50,8 @@ void add_run_flags(CLI::App* sub, RunFlags& f) {
       ->check(env_value());
   sub->add_option("-w,--workdir", f.workdir, "working directory of the job")->type_name("DIR");
   sub->add_option("--image", f.image, "run inside this container image (podman or docker)")
-      ->type_name("IMAGE");
+      ->type_name("IMAGE")
+      ->check(image_value());
   sub->add_option("--backend", f.backend, "local or slurm (default $NODUS_BACKEND or local)")
       ->type_name("local|slurm")
       ->check(one_of({"local", "slurm"}));
@@ -93,6 +97,12 @@ void add_run_flags(CLI::App* sub, RunFlags& f) {
                   "CPUs per GPU the job runs on (default: the GPUs' share of the host)")
       ->type_name("N")
       ->check(CLI::Range(1, 4096));
+  sub->add_option("--log-limit", f.log_limit,
+                  "keep at most SIZE of the job's output in its log: the first and the last half "
+                  "(512M, 1G, 2GiB; none keeps all)")
+      ->type_name("SIZE")
+      ->check(size_value(kMinLogLimit))
+      ->capture_default_str();
   sub->add_option("--measure", f.measure,
                   "stop the job after DURATION of steady state (after warm-up); it completed")
       ->type_name("DURATION")
@@ -151,6 +161,7 @@ engine::JobRequest to_request(const RunFlags& f) {
                 "': expected a number of batches (20) or a duration (5s, 1m)");
   r.supervise.warmup = f.warmup;
   if (f.cpus_per_gpu > 0) r.supervise.cpus_per_gpu = f.cpus_per_gpu;
+  r.supervise.log_limit = value_or_throw(parse_size(f.log_limit, "--log-limit", kMinLogLimit));
   if (!f.measure.empty()) {
     r.supervise.measure = value_or_throw(parse_duration(f.measure, "--measure"));
     if (r.supervise.measure->count() <= 0)
@@ -161,6 +172,35 @@ engine::JobRequest to_request(const RunFlags& f) {
 
 std::unique_ptr<store::Store> open_store() {
   return store::Store::open(store::Store::default_path());
+}
+
+std::unique_ptr<store::Store> open_store_to_read() {
+  const std::string path = store::Store::default_path();
+  try {
+    return open_store();
+  } catch (const Fatal& e) {
+    if (::access(path.c_str(), F_OK) != 0) throw;
+    std::unique_ptr<store::Store> store;
+    try {
+      store = store::Store::open_read_only(path);
+    } catch (const Fatal&) {
+      throw e;  // the first reason is the one to fix
+    }
+    std::fprintf(stderr, "nodus: %s: showing the store read-only, as last written\n", e.what());
+    return store;
+  }
+}
+
+void reconcile_to_read(store::Store& store) {
+  if (store.read_only()) return;
+  try {
+    engine::reconcile(store);
+  } catch (const Fatal& e) {
+    std::fprintf(stderr,
+                 "nodus: cannot bring the store up to date (%s): showing it as last "
+                 "written\n",
+                 e.what());
+  }
 }
 
 billing::Catalog load_catalog(const std::string& prices_flag, bool prices_only) {

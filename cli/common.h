@@ -67,6 +67,7 @@ struct RunFlags {
   std::string warmup = "5s";
   std::string measure;
   int cpus_per_gpu = 0;  // 0: the GPUs' whole share
+  std::string log_limit = "1G";
   std::vector<std::string> command;
 };
 void add_run_flags(CLI::App* sub, RunFlags& flags);
@@ -77,6 +78,13 @@ std::vector<std::string> job_command();
 engine::JobRequest to_request(const RunFlags& flags);
 
 std::unique_ptr<store::Store> open_store();
+// For commands that only read (ps, show, logs, cost, sweeps, gpus, report, wait): the store,
+// or where it cannot be opened for writing (a read-only file system or file) the store read
+// as it is, with a note on stderr saying so.
+std::unique_ptr<store::Store> open_store_to_read();
+// engine::reconcile for those commands: skipped on a read-only store, and a store that cannot
+// be written now (a full disk) is shown as last written, with a note, rather than not at all.
+void reconcile_to_read(store::Store& store);
 // --prices merged over the built-in catalog, or alone with --prices-only (or NODUS_PRICES_ONLY).
 billing::Catalog load_catalog(const std::string& prices_flag, bool prices_only = false);
 // Adds --prices and --prices-only.

@@ -145,9 +145,9 @@ void apply_spec_file(const std::string& path, CLI::App& app, RunFlags& run, Swee
   }
   spec.check_depth(root);
   if (!root.IsMap()) spec.fail(root.Mark(), "expected a map of keys (name, gpu, command, ...)");
-  std::set<std::string> keys = {"name",    "gpu",        "resources",    "caps",
-                                "env",     "workdir",    "image",        "backend",
-                                "command", "throughput", "metric_regex", "warmup"};
+  std::set<std::string> keys = {"name",         "gpu",    "resources", "caps",    "env",
+                                "workdir",      "image",  "backend",   "command", "throughput",
+                                "metric_regex", "warmup", "log_limit"};
   if (sweep) keys.insert({"params", "objective", "repeat", "parallel", "sample", "seed"});
   spec.check_keys(root, keys, sweep ? "" : " (a job spec; params and the like are for sweep -f)");
 
@@ -187,6 +187,7 @@ void apply_spec_file(const std::string& path, CLI::App& app, RunFlags& run, Swee
   set(root["backend"], "backend", "--backend", run.backend);
   set(root["throughput"], "throughput", "--throughput", run.throughput);
   set(root["warmup"], "warmup", "--warmup", run.warmup);
+  set(root["log_limit"], "log_limit", "--log-limit", run.log_limit);
   if (auto env = root["env"]) {
     if (!env.IsMap()) spec.fail(env.Mark(), "env: expected a map of NAME: value");
     // The file's variables first, then the command line's (the later one wins).
@@ -284,6 +285,7 @@ std::string sweep_spec_yaml(const RunFlags& run, const SweepSpec& sweep) {
   if (run.throughput != "samples_per_sec")
     out << YAML::Key << "throughput" << YAML::Value << run.throughput;
   if (run.warmup != "5s") out << YAML::Key << "warmup" << YAML::Value << run.warmup;
+  if (run.log_limit != "1G") out << YAML::Key << "log_limit" << YAML::Value << run.log_limit;
   if (!run.metric_regex.empty()) {
     out << YAML::Key << "metric_regex" << YAML::Value << YAML::BeginSeq;
     for (const auto& r : run.metric_regex) out << YAML::DoubleQuoted << r;

@@ -142,6 +142,46 @@ Result<double> parse_percent(std::string_view text, std::string_view flag) {
   return v;
 }
 
+Result<uint64_t> parse_size(std::string_view text, std::string_view flag, uint64_t min_bytes) {
+  const std::string allowed =
+      "expected a size such as 512M, 1G or 2GiB (at least " + format_size(min_bytes) + "), or none";
+  std::string lower = to_lower(text);
+  if (lower == "none") return uint64_t{0};
+  std::string_view s = lower;
+  for (std::string_view unit : {"ib", "b"})
+    if (s.size() > unit.size() && s.substr(s.size() - unit.size()) == unit) {
+      s.remove_suffix(unit.size());
+      break;
+    }
+  double scale = 1;
+  if (!s.empty()) {
+    const std::string_view units = "kmgt";
+    if (auto at = units.find(s.back()); at != std::string_view::npos) {
+      scale = std::pow(1024.0, static_cast<double>(at + 1));
+      s.remove_suffix(1);
+    }
+  }
+  double v = 0;
+  if (!parse_number(s, &v) || !std::isfinite(v) || v < 0) return bad(flag, text, allowed);
+  const double bytes = v * scale;
+  if (bytes < static_cast<double>(min_bytes) || bytes > 0x1p60) return bad(flag, text, allowed);
+  return static_cast<uint64_t>(bytes);
+}
+
+std::string format_size(uint64_t bytes) {
+  if (bytes < 1024) return std::to_string(bytes) + " B";
+  const char* units[] = {"KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+  double v = static_cast<double>(bytes) / 1024;
+  int u = 0;
+  while (v >= 1024 && u < 5) {
+    v /= 1024;
+    ++u;
+  }
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f %s", v, units[u]);
+  return buf;
+}
+
 std::string format_duration(Millis d) {
   long long ms = d.count();
   char buf[64];

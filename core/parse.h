@@ -3,6 +3,7 @@
 // names the offending value and what is allowed, ready to print as a one-line error.
 
 #include <chrono>
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -33,6 +34,12 @@ Result<std::pair<std::string, std::string>> parse_env_assignment(std::string_vie
 
 // "60", "60%", "12.5": a percentage in [0, 100].
 Result<double> parse_percent(std::string_view text, std::string_view flag);
+
+// A size in bytes: "1G", "512M", "2GiB", "64k", "1048576"; suffixes K, M, G, T are powers of
+// 1024 (with or without "iB"/"B", any case). "none" gives 0 (no limit). At least `min_bytes`.
+Result<uint64_t> parse_size(std::string_view text, std::string_view flag, uint64_t min_bytes = 1);
+// "1.0 GiB", "512.0 MiB", "3.4 KiB", "17 B".
+std::string format_size(uint64_t bytes);
 
 // Human forms used in tables: "1h02m", "3.2s", "850ms".
 std::string format_duration(Millis d);

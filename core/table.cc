@@ -77,15 +77,15 @@ std::string Table::render_text() const {
   const std::vector<size_t> shown = shown_columns();
   std::vector<size_t> width(columns_.size());
   for (size_t c : shown) {
-    width[c] = escape_control(columns_[c].header).size();
-    for (const auto& row : text_) width[c] = std::max(width[c], row[c].size());
+    width[c] = display_width(escape_control(columns_[c].header));
+    for (const auto& row : text_) width[c] = std::max(width[c], display_width(row[c]));
   }
   bool any_mark = !marked_.empty();
   auto line = [&](const std::vector<std::string>& cells, bool marked) {
     std::string out = any_mark ? (marked ? "* " : "  ") : "";
     for (size_t i = 0; i < shown.size(); ++i) {
       size_t c = shown[i];
-      std::string pad(width[c] - cells[c].size(), ' ');
+      std::string pad(width[c] - std::min(width[c], display_width(cells[c])), ' ');
       out += columns_[c].right ? pad + cells[c] : cells[c] + pad;
       if (i + 1 < shown.size()) out += "  ";
     }
@@ -101,6 +101,19 @@ std::string Table::render_text() const {
 
 std::string csv_escape(std::string_view raw) {
   std::string field = replace_invalid_utf8(raw);
+  // A field a job controls (a metric's name, a note) never reaches a terminal as an escape
+  // sequence, nor a spreadsheet as a formula: controls other than newlines and tabs are written
+  // as escapes (\x1b), and a field starting with = + @ gets a leading ' (as OWASP advises).
+  bool controls = false;
+  for (size_t i = 0; i < field.size(); ++i) {
+    const auto c = static_cast<unsigned char>(field[i]);
+    if ((c < 0x20 && c != '\n' && c != '\r' && c != '\t') || c == 0x7F ||
+        (c == 0xC2 && i + 1 < field.size() && static_cast<unsigned char>(field[i + 1]) <= 0x9F))
+      controls = true;
+  }
+  if (controls) field = escape_control(field);
+  if (!field.empty() && (field[0] == '=' || field[0] == '+' || field[0] == '@'))
+    field.insert(0, "'");
   if (field.find_first_of(",\"\n\r") == std::string::npos) return field;
   std::string out = "\"";
   for (char c : field) {

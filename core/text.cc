@@ -89,6 +89,57 @@ std::string escape_control(std::string_view raw) {
   return out;
 }
 
+namespace {
+
+struct Range {
+  char32_t first, last;
+};
+constexpr Range kZeroWidth[] = {
+    {0x0300, 0x036F}, {0x0483, 0x0489}, {0x0591, 0x05BD}, {0x0610, 0x061A},  {0x064B, 0x065F},
+    {0x200B, 0x200F}, {0x202A, 0x202E}, {0x2060, 0x2064}, {0x2066, 0x206F},  {0x20D0, 0x20FF},
+    {0xFE00, 0xFE0F}, {0xFE20, 0xFE2F}, {0xFEFF, 0xFEFF}, {0xE0100, 0xE01EF}};
+constexpr Range kWide[] = {
+    {0x1100, 0x115F},   {0x231A, 0x231B},   {0x2329, 0x232A},   {0x23E9, 0x23EC},
+    {0x25FD, 0x25FE},   {0x2614, 0x2615},   {0x2648, 0x2653},   {0x26AA, 0x26AB},
+    {0x26BD, 0x26BE},   {0x2705, 0x2705},   {0x274C, 0x274C},   {0x2E80, 0x303E},
+    {0x3041, 0x33FF},   {0x3400, 0x4DBF},   {0x4E00, 0x9FFF},   {0xA000, 0xA4CF},
+    {0xA960, 0xA97F},   {0xAC00, 0xD7A3},   {0xF900, 0xFAFF},   {0xFE10, 0xFE19},
+    {0xFE30, 0xFE6F},   {0xFF00, 0xFF60},   {0xFFE0, 0xFFE6},   {0x1F004, 0x1F004},
+    {0x1F300, 0x1F64F}, {0x1F680, 0x1F6FF}, {0x1F900, 0x1F9FF}, {0x20000, 0x2FFFD},
+    {0x30000, 0x3FFFD}};
+
+template <size_t N>
+bool in(const Range (&table)[N], char32_t c) {
+  for (const auto& r : table)
+    if (c >= r.first && c <= r.last) return true;
+  return false;
+}
+
+}  // namespace
+
+size_t display_width(std::string_view text) {
+  size_t width = 0;
+  for (size_t i = 0; i < text.size();) {
+    const auto c = static_cast<unsigned char>(text[i]);
+    size_t len = c < 0x80           ? 1
+                 : (c >> 5) == 0x6  ? 2
+                 : (c >> 4) == 0xE  ? 3
+                 : (c >> 3) == 0x1E ? 4
+                                    : 0;
+    if (len == 0 || i + len > text.size() || !valid_utf8(text.substr(i, len))) {
+      ++width;  // shown as one replacement character
+      ++i;
+      continue;
+    }
+    char32_t cp = len == 1 ? c : c & (0x7F >> len);
+    for (size_t k = 1; k < len; ++k)
+      cp = (cp << 6) | (static_cast<unsigned char>(text[i + k]) & 0x3F);
+    width += in(kZeroWidth, cp) ? 0 : in(kWide, cp) ? 2 : 1;
+    i += len;
+  }
+  return width;
+}
+
 std::string text_problem(std::string_view text) {
   if (!valid_utf8(text)) return "not valid UTF-8";
   for (size_t i = 0; i < text.size(); ++i) {

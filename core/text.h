@@ -18,6 +18,12 @@ std::string replace_invalid_utf8(std::string_view text);
 // "\x1b", "\u009b"; a backslash stays a backslash. For table cells and terminal lines.
 std::string escape_control(std::string_view text);
 
+// Columns `text` takes on a terminal: 2 for East Asian wide and fullwidth characters and most
+// emoji, 0 for combining marks and zero-width or bidi format characters, 1 for the rest (each
+// invalid byte too). A small table of its own: glibc's wcwidth needs the process's locale set,
+// which a library must not change.
+size_t display_width(std::string_view text);
+
 // The first problem that makes `text` unfit for a name or parameter value, or "" when fine:
 // "not valid UTF-8" or "contains a control character".
 std::string text_problem(std::string_view text);

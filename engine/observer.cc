@@ -6,6 +6,7 @@
 #include <limits>
 
 #include "backend/local/cpuset.h"
+#include "core/error.h"
 #include "core/parse.h"
 #include "engine/measure.h"
 #include "engine/series_source.h"
@@ -52,6 +53,7 @@ struct JobObserver::Impl {
   std::optional<std::string> low_util;
   std::unique_ptr<sweep::MetricsFileReader> metrics;
   bool metrics_refusal_told = false;
+  bool store_refusal_told = false;
   std::vector<sweep::MetricRegex> regexes;
 
   // Per tick: the budget for output lines, and what is waiting to be written.
@@ -101,7 +103,18 @@ struct JobObserver::Impl {
     batch.gpu.swap(gpu_buffer);
     batch.host.swap(host_buffer);
     batch.metrics = coalescer.take();
-    store.write_tick(job_id, batch);
+    // A store that refuses the write (a full disk) loses this tick's samples, not the job: the
+    // caps are enforced from the supervisor's memory. Said once.
+    try {
+      store.write_tick(job_id, batch);
+    } catch (const Fatal& e) {
+      if (!store_refusal_told && attach)
+        std::fprintf(stderr,
+                     "nodus: cannot write the store (%s): the job goes on under its caps; its "
+                     "samples are dropped until the store can take them\n",
+                     e.what());
+      store_refusal_told = true;
+    }
     lines_this_tick = 0;
     bytes_this_tick = 0;
   }
@@ -274,7 +287,11 @@ std::string JobObserver::finish(const JobRecord& job) {
     stats["verdict"] = stats["verdict"].get<std::string>() + " (workers>cpus)";
   }
   stats["findings"] = list;
-  m.store.put_stats({job.id, stats});
+  try {
+    m.store.put_stats({job.id, stats});
+  } catch (const Fatal&) {
+    // A full disk: the figures are lost, the outcome is kept by the supervisor (its caller).
+  }
 
   std::string line;
   if (summary.util_mean)

@@ -14,6 +14,7 @@ nlohmann::json SuperviseOptions::to_json() const {
   j["warmup"] = warmup;
   if (measure) j["measure_ms"] = measure->count();
   if (cpus_per_gpu) j["cpus_per_gpu"] = *cpus_per_gpu;
+  j["log_limit"] = log_limit;
   if (min_util) j["min_util"] = *min_util;
   if (budget_cap) j["budget_cap"] = *budget_cap;
   return j;
@@ -32,6 +33,7 @@ SuperviseOptions SuperviseOptions::from_json(const nlohmann::json& j) {
   o.profile = j.value("profile", false);
   o.warmup = j.value("warmup", std::string("5s"));
   if (j.contains("cpus_per_gpu")) o.cpus_per_gpu = j["cpus_per_gpu"].get<int>();
+  o.log_limit = j.value("log_limit", kDefaultLogLimit);
   if (j.contains("measure_ms"))
     o.measure = std::chrono::milliseconds(j["measure_ms"].get<int64_t>());
   return o;

@@ -3,6 +3,7 @@
 // so a supervisor started in another process (detached runs, sweep cells) sees the same ones.
 
 #include <chrono>
+#include <cstdint>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -22,6 +23,8 @@ struct SuperviseOptions {
   std::string warmup = "5s";  // batches ("20") or a duration (--warmup)
   std::optional<std::chrono::milliseconds> measure;  // stop after this much steady state
   std::optional<int> cpus_per_gpu;                   // --cpus-per-gpu (backend/local/cpuset.h)
+  uint64_t log_limit = kDefaultLogLimit;             // --log-limit in bytes; 0: none
+  static constexpr uint64_t kDefaultLogLimit = uint64_t{1} << 30;
 
   nlohmann::json to_json() const;
   static SuperviseOptions from_json(const nlohmann::json& j);

@@ -16,6 +16,7 @@
 #include "engine/signals.h"
 #include "engine/stop_controller.h"
 #include "engine/watchdog.h"
+#include "store/outcome_file.h"
 
 namespace nodus::engine {
 namespace {
@@ -146,13 +147,47 @@ int exit_status_for(const JobRecord& job) {
   }
 }
 
+namespace {
+
+// The reserved outcome file of a job (store/outcome_file.h): closed with the supervisor, and
+// removed unless the outcome had to be kept in it.
+struct OutcomeFile {
+  explicit OutcomeFile(const std::string& log_path)
+      : fd(store::reserve_outcome_file(log_path)), path(store::outcome_path(log_path)) {}
+  ~OutcomeFile() {
+    if (fd < 0) return;
+    ::close(fd);
+    if (!kept) ::unlink(path.c_str());
+  }
+  OutcomeFile(const OutcomeFile&) = delete;
+  OutcomeFile& operator=(const OutcomeFile&) = delete;
+  int fd;
+  std::string path;
+  bool kept = false;
+};
+
+}  // namespace
+
+// A write while the job runs that the store refuses (a full disk) does not end the
+// supervision: the job goes on under its caps, which are kept here, not in the store.
+void Supervisor::record(const JobRecord& job, bool attach) {
+  try {
+    store_.update_job(job);
+  } catch (const Fatal& e) {
+    note(attach,
+         std::string("cannot write the store (") + e.what() + "): the job goes on under its caps");
+  }
+}
+
 int Supervisor::run(JobRecord& job, const SuperviseRun& run) {
   JobObserver observer(store_, run.options, run.attach);
+  OutcomeFile outcome_file(job.log_path);
   backend::LaunchSpec spec;
   spec.env = job_environment(job, run.env);
   job.options["instrumentation"] = prepare_instrumentation(job, run.options, spec.env);
   spec.log_path = job.log_path;
   spec.attach = run.attach;
+  spec.log_limit = run.options.log_limit;
   spec.on_line = [&observer](std::string_view line) { observer.on_line(line); };
   // Recorded as started, with its cgroup and a heartbeat, just before its first process starts:
   // killed before it records the launch, this supervisor leaves reconcile a job to kill and bill
@@ -177,7 +212,7 @@ int Supervisor::run(JobRecord& job, const SuperviseRun& run) {
     throw Fatal(submitted.error());
   }
   job.state = job.started_at ? JobState::kRunning : JobState::kStarting;
-  store_.update_job(job);
+  record(job, run.attach);
   if (run.on_launched) run.on_launched(job, "");
 
   const auto plan = plan_stop(job, run.options.budget_cap);
@@ -296,7 +331,7 @@ int Supervisor::run(JobRecord& job, const SuperviseRun& run) {
     if (event->kind == backend::Event::Kind::kStarted) {
       job.started_at = event->started_at;
       job.state = JobState::kRunning;
-      store_.update_job(job);
+      record(job, run.attach);
       arm();
       poke();
     }
@@ -366,8 +401,18 @@ int Supervisor::run(JobRecord& job, const SuperviseRun& run) {
   }
   job.exit_code = job.state == JobState::kFailed ? outcome.exit_code : exit_status_for(job);
   std::string verdict = observer.finish(job);
-  store_.release_gpus(job.id);
-  store_.update_job(job);
+  try {
+    store_.release_gpus(job.id);
+    store_.update_job(job);
+  } catch (const Fatal& e) {
+    // A full disk: the outcome goes where space was set aside for it, and the next nodus
+    // command that can write the store records it from there.
+    if (!store::write_outcome_file(outcome_file.fd, job)) throw;
+    outcome_file.kept = true;
+    note(true, std::string("cannot write the store (") + e.what() + "): job " +
+                   std::to_string(job.id) + "'s outcome is kept in " + outcome_file.path +
+                   " until a nodus command can write it (nodus ps)");
+  }
   if (!verdict.empty()) note(run.attach, verdict);
   return exit_status_for(job);
 }

@@ -13,6 +13,7 @@
 #include "store/gpu_locks.h"
 #include "store/impl.h"
 #include "store/job_rows.h"
+#include "store/outcome_file.h"
 
 namespace nodus::store {
 namespace {
@@ -142,6 +143,7 @@ std::vector<int64_t> Store::reconcile_dead_supervisors() {
     double ended_at;
     double cost;
     std::string note;
+    std::optional<KeptOutcome> kept;  // what its supervisor could not write here
   };
   std::vector<Dead> dead;
   const double now = unix_now();
@@ -152,12 +154,34 @@ std::vector<int64_t> Store::reconcile_dead_supervisors() {
         "WHERE state IN ('waiting', 'starting', 'running') AND backend = 'local'");
     while (stmt.step()) {
       if (process_alive(stmt.i64(1), stmt.i64(2))) continue;
-      Dead d{stmt.i64(0), now, 0.0, stmt.text(6)};
+      Dead d{stmt.i64(0), now, 0.0, stmt.text(6), std::nullopt};
       auto started = stmt.opt_f64(5);
       auto heartbeat = stmt.opt_f64(7);
       std::string why;
+      // Its cost cap: --max-cost, or the sweep's budget share when that is lower.
+      auto effective_cap = [&]() {
+        std::optional<double> cap = stmt.opt_f64(8);
+        auto options = nlohmann::json::parse(stmt.text(11), nullptr, false);
+        if (options.is_object() && options.contains("budget_cap") &&
+            options["budget_cap"].is_number()) {
+          double share = options["budget_cap"].get<double>();
+          cap = cap ? std::min(*cap, share) : share;
+        }
+        return cap;
+      };
       const std::optional<double> killed = started ? sentinel_end(stmt.text(12)) : std::nullopt;
-      if (started && killed) {
+      d.kept = started ? read_outcome_file(stmt.text(12), d.id) : std::nullopt;
+      if (d.kept) {
+        // The supervisor saw the job end but could not write the store (a full disk): its
+        // outcome, billed as it would have billed it, from no earlier than the last heartbeat.
+        double end = std::min(now, std::max({d.kept->ended_at, *started, heartbeat.value_or(0.0)}));
+        d.ended_at = end;
+        d.cost = cost_usd(stmt.i32(3), stmt.f64(4), end - *started);
+        if (auto cap = effective_cap(); cap && d.cost > *cap) d.cost = *cap;
+        if (!d.kept->note.empty()) d.note = d.kept->note;
+        why = "recorded at " + utc_text(now) +
+              " from its outcome file: the store could not be written when it ended";
+      } else if (started && killed) {
         // Its sentinel killed the tree when the supervisor died and wrote down when: it ran
         // until then, whatever the heartbeats said, so that is the bill, past the cap or not.
         // Never before its last heartbeat (a planted file cannot lower the bill), nor after now.
@@ -177,13 +201,7 @@ std::vector<int64_t> Store::reconcile_dead_supervisors() {
           end = std::min(end, *started + (*timeout_ms + stmt.i64(10)) / 1000.0);
         d.ended_at = end;
         d.cost = cost_usd(stmt.i32(3), stmt.f64(4), std::max(0.0, end - *started));
-        std::optional<double> cap = stmt.opt_f64(8);
-        auto options = nlohmann::json::parse(stmt.text(11), nullptr, false);
-        if (options.is_object() && options.contains("budget_cap") &&
-            options["budget_cap"].is_number()) {
-          double share = options["budget_cap"].get<double>();
-          cap = cap ? std::min(*cap, share) : share;
-        }
+        std::optional<double> cap = effective_cap();
         bool capped = cap && d.cost > *cap;
         if (capped) d.cost = *cap;
         why = heartbeat ? "supervisor died; billed to its last heartbeat at " + utc_text(end)
@@ -198,9 +216,17 @@ std::vector<int64_t> Store::reconcile_dead_supervisors() {
   }
   std::vector<int64_t> ids;
   for (const Dead& d : dead) {
-    db.prepare("UPDATE jobs SET state = 'lost', ended_at = ?, cost = ?, note = ? WHERE id = ?")
-        .bind_all(d.ended_at, d.cost, d.note, d.id)
-        .run();
+    if (d.kept)
+      db.prepare(
+            "UPDATE jobs SET state = ?, exit_code = ?, signal = ?, ended_at = ?, cost = ?, "
+            "note = ? WHERE id = ?")
+          .bind_all(std::string(to_string(d.kept->state)), d.kept->exit_code, d.kept->signal,
+                    d.ended_at, d.cost, d.note, d.id)
+          .run();
+    else
+      db.prepare("UPDATE jobs SET state = 'lost', ended_at = ?, cost = ?, note = ? WHERE id = ?")
+          .bind_all(d.ended_at, d.cost, d.note, d.id)
+          .run();
     db.prepare("DELETE FROM gpu_claims WHERE job_id = ?").bind(1, d.id).run();
     ids.push_back(d.id);
   }

@@ -11,7 +11,8 @@
 namespace nodus::store {
 
 struct Store::Impl {
-  Impl(const std::string& path, std::chrono::milliseconds busy_timeout) : db(path, busy_timeout) {}
+  Impl(const std::string& path, std::chrono::milliseconds busy_timeout, bool read_only = false)
+      : db(path, busy_timeout, read_only) {}
   Db db;
   std::recursive_mutex mu;
 

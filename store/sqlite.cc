@@ -9,12 +9,14 @@ namespace nodus::store {
 
 // ---- Db ----
 
-Db::Db(std::string path, std::chrono::milliseconds busy_timeout)
+Db::Db(std::string path, std::chrono::milliseconds busy_timeout, bool read_only)
     : path_(std::move(path)), busy_timeout_(busy_timeout) {
   // NOMUTEX: one connection is used by one thread at a time (Store serializes its callers).
-  int rc =
-      sqlite3_open_v2(path_.c_str(), &db_,
-                      SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, nullptr);
+  int rc = sqlite3_open_v2(
+      path_.c_str(), &db_,
+      (read_only ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE) |
+          SQLITE_OPEN_NOMUTEX,
+      nullptr);
   if (rc != SQLITE_OK) {
     std::string why = db_ && sqlite3_system_errno(db_) != 0
                           ? std::strerror(sqlite3_system_errno(db_))

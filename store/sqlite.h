@@ -72,8 +72,9 @@ class Stmt {
 
 class Db {
  public:
-  // Opens (creating) the file read-write. Throws Fatal with the path on failure.
-  Db(std::string path, std::chrono::milliseconds busy_timeout);
+  // Opens (creating) the file read-write, or an existing one read-only. Throws Fatal with the
+  // path on failure.
+  Db(std::string path, std::chrono::milliseconds busy_timeout, bool read_only = false);
   ~Db();
   Db(const Db&) = delete;
   Db& operator=(const Db&) = delete;

@@ -86,6 +86,22 @@ std::unique_ptr<Store> Store::open(const std::string& path,
   return std::unique_ptr<Store>(new Store(path, std::move(impl)));
 }
 
+std::unique_ptr<Store> Store::open_read_only(const std::string& path,
+                                             std::chrono::milliseconds busy_timeout) {
+  if (::access(path.c_str(), R_OK) != 0)
+    throw Fatal("cannot read store " + path + ": " + std::strerror(errno));
+  auto impl = std::make_unique<Impl>(path, busy_timeout, true);
+  const int version = schema_version(impl->db);
+  const int latest = migrations().back().version;
+  if (version != latest)
+    throw Fatal("store " + path + " is read-only and has schema version " +
+                std::to_string(version) + "; this nodus reads version " + std::to_string(latest) +
+                (version < latest ? ": make it writable once so nodus can upgrade it" : ""));
+  auto store = std::unique_ptr<Store>(new Store(path, std::move(impl)));
+  store->read_only_ = true;
+  return store;
+}
+
 std::string Store::default_path() { return nodus_home() + "/nodus.db"; }
 
 std::string Store::folder() const { return parent_of(path_); }

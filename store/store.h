@@ -63,6 +63,12 @@ class Store {
   static std::unique_ptr<Store> open(const std::string& path,
                                      std::chrono::milliseconds busy_timeout = kBusyTimeout);
   static constexpr std::chrono::milliseconds kBusyTimeout{10'000};
+  // Opens an existing store for reading only, as it is: for listings where the store cannot be
+  // written (a read-only file system or file, a folder of someone else's). Nothing is migrated
+  // or reconciled; a write through it throws Fatal. Throws Fatal when it cannot be read.
+  static std::unique_ptr<Store> open_read_only(
+      const std::string& path, std::chrono::milliseconds busy_timeout = kBusyTimeout);
+  bool read_only() const { return read_only_; }
   static std::string default_path();  // nodus_home() + "/nodus.db"
   ~Store();
 
@@ -167,6 +173,7 @@ class Store {
   Store(std::string path, std::unique_ptr<Impl> impl);
   std::string path_;
   std::unique_ptr<Impl> impl_;
+  bool read_only_ = false;
 };
 
 // Start time of a process from /proc/<pid>/stat (field 22), 0 if it does not exist.

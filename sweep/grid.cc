@@ -27,13 +27,29 @@ bool parse_int(std::string_view s, int64_t* out) {
   return !s.empty() && ec == std::errc() && p == s.data() + s.size();
 }
 
-// "1..8" (and its stepped forms) is a range; "../data" or "v1..v2" is a literal.
+// A bound as someone would write a number, good or not: "8", "-1", ".5", "nan", "inf".
+bool looks_numeric(std::string_view s) {
+  if (!s.empty() && (s.front() == '-' || s.front() == '+')) s.remove_prefix(1);
+  if (s.empty()) return false;
+  if (std::isdigit(static_cast<unsigned char>(s.front()))) return true;
+  if (s.size() > 1 && s.front() == '.' && std::isdigit(static_cast<unsigned char>(s[1])))
+    return true;
+  std::string word;
+  for (char c : s.substr(0, 3))
+    word += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return word == "nan" || word == "inf";
+}
+
+// "1..8" (and its stepped forms) is a range, and so are "nan..1", "..5" and "1..inf", refused as
+// ranges later rather than run as literal values; "../data", "v1..v2" or ".." are literals.
 bool looks_like_range(std::string_view v) {
   auto dots = v.find("..");
   if (dots == std::string_view::npos) return false;
   std::string_view left = v.substr(0, dots);
-  if (!left.empty() && (left.front() == '-' || left.front() == '+')) left.remove_prefix(1);
-  return !left.empty() && std::isdigit(static_cast<unsigned char>(left.front()));
+  std::string_view right = v.substr(dots + 2);
+  right = right.substr(0, right.find(':'));
+  if (looks_numeric(left)) return true;
+  return left.empty() && looks_numeric(right);
 }
 
 constexpr std::string_view kRange =

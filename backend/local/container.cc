@@ -66,7 +66,8 @@ std::vector<std::string> container_run_argv(const ContainerEngine& engine,
         argv.insert(argv.end(), {"--device", "nvidia.com/gpu=" + std::to_string(i)});
     }
   }
-  argv.push_back(job.image);
+  // "--": the image is never read as an option (--image=--privileged), by podman or docker.
+  argv.insert(argv.end(), {"--", job.image});
   argv.insert(argv.end(), job.argv.begin(), job.argv.end());
   return argv;
 }

@@ -236,8 +236,14 @@ Result<void> LocalBackend::submit(JobRecord& job, const LaunchSpec& spec) {
   j->pid = launched->pid;
   j->pidfd = launched->pidfd;
   j->started_at = launched->started_at;
-  j->output =
-      std::make_unique<OutputPump>(out[0], err[0], log_fd, spec.attach, spec.on_line, index_fd);
+  // What --log-limit dropped (log_streams.h); without one, a limit still bounds the disk.
+  int gap_fd = -1;
+  if (log_fd >= 0 && spec.log_limit > 0) {
+    auto gap = create_new_file(log_gap_path(spec.log_path), 0600);
+    if (gap.ok()) gap_fd = *gap;
+  }
+  j->output = std::make_unique<OutputPump>(out[0], err[0], log_fd, spec.attach, spec.on_line,
+                                           index_fd, spec.log_limit, gap_fd);
   job.backend_id = std::to_string(j->pid);
   job.started_at = j->started_at;
   std::lock_guard lock(mu_);

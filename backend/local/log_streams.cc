@@ -5,6 +5,7 @@
 
 #include <cerrno>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 
 namespace nodus::backend::local {
@@ -65,6 +66,36 @@ bool read_stream_index(const std::string& path, std::vector<StreamSpan>& spans) 
   }
   ::close(fd);
   return true;
+}
+
+}  // namespace nodus::backend::local
+
+namespace nodus::backend::local {
+
+LogGap read_log_gap(const std::string& log_path) {
+  LogGap gap;
+  int fd = ::open(log_gap_path(log_path).c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) return gap;
+  char buf[64] = {};
+  ssize_t n = ::pread(fd, buf, sizeof buf - 1, 0);
+  ::close(fd);
+  unsigned long long begin = 0, end = 0;
+  if (n > 0 && std::sscanf(buf, "%llu %llu", &begin, &end) == 2 && end > begin) {
+    gap.begin = begin;
+    gap.end = end;
+  }
+  return gap;
+}
+
+void write_log_gap(int fd, const LogGap& gap) {
+  if (fd < 0) return;
+  char buf[64];
+  int n = std::snprintf(buf, sizeof buf, "%020llu %020llu\n",
+                        static_cast<unsigned long long>(gap.begin),
+                        static_cast<unsigned long long>(gap.end));
+  if (::pwrite(fd, buf, static_cast<size_t>(n), 0) < 0) {
+    // Dropped like the log's own write errors: the job goes on.
+  }
 }
 
 }  // namespace nodus::backend::local

@@ -44,6 +44,22 @@ class StreamIndexWriter {
 
 inline std::string stream_index_path(const std::string& log_path) { return log_path + ".streams"; }
 
+// The bytes of a log that --log-limit dropped: the log's offsets [begin, end) read as a hole
+// (punched out, so they take no disk), or lie past the file's end where the file system cannot
+// punch holes and the log stopped at its head. Kept in "<log>.gap" as two decimal numbers,
+// rewritten in place before every punch, so a reader that finds its bytes inside the gap after
+// reading them knows they were dropped.
+struct LogGap {
+  uint64_t begin = 0, end = 0;
+  bool has() const { return end > begin; }
+  uint64_t size() const { return has() ? end - begin : 0; }
+};
+inline std::string log_gap_path(const std::string& log_path) { return log_path + ".gap"; }
+// {0, 0} when the log has no gap file (or it cannot be read).
+LogGap read_log_gap(const std::string& log_path);
+// Rewrites the gap file `fd` in place (fixed width: no truncation between writes).
+void write_log_gap(int fd, const LogGap& gap);
+
 // The spans of an index file, in log order; false when it cannot be opened (no index).
 bool read_stream_index(const std::string& path, std::vector<StreamSpan>& spans);
 

@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <string>
 #include <string_view>
@@ -34,10 +35,12 @@ class OutputPump {
  public:
   enum Stream { kStdout = 0, kStderr = 1 };
 
-  // Takes ownership of the pipes' read ends (made non-blocking here), of log_fd (-1: no log) and
-  // of index_fd, the log's stream index (log_streams.h; -1: none).
+  // Takes ownership of the pipes' read ends (made non-blocking here), of log_fd (-1: no log,
+  // else opened O_APPEND), of index_fd, the log's stream index (log_streams.h; -1: none) and of
+  // gap_fd, its gap file. log_limit > 0 bounds the log's disk use (--log-limit): past it the log
+  // keeps its first half and its last half, and the bytes between become the log's gap.
   OutputPump(int stdout_fd, int stderr_fd, int log_fd, bool attach, LineFn on_line,
-             int index_fd = -1);
+             int index_fd = -1, uint64_t log_limit = 0, int gap_fd = -1);
   ~OutputPump();
   OutputPump(const OutputPump&) = delete;
   OutputPump& operator=(const OutputPump&) = delete;
@@ -58,10 +61,16 @@ class OutputPump {
   // Returns bytes read, 0 at end of file (pipe closed), -1 when nothing is available now.
   long read_once(Stream s);
   void close_pipe(Stream s);
+  void write_log(const char* data, size_t size);
+  void drop_middle();
 
   int fds_[2];
   int log_fd_;
-  uint64_t log_bytes_ = 0;  // written to the log so far: where the next bytes land
+  uint64_t log_bytes_ = 0;  // the log's length as the job wrote it: where the next bytes land
+  uint64_t log_limit_;      // 0: none
+  int gap_fd_;
+  LogGap gap_;              // what the limit dropped so far
+  bool head_only_ = false;  // the file system cannot punch holes: past the head, nothing is kept
   StreamIndexWriter index_;
   bool attach_;
   bool echo_[2] = {true, true};  // false once that stream's reader is gone (EPIPE)

@@ -24,6 +24,31 @@ TEST(Table, CsvUsesRawValuesAndQuotes) {
   EXPECT_EQ(sample().render(Format::kCsv), "name,cost,schema_version\n\"a,b\",1.0,1\nc|d,12.5,1\n");
 }
 
+TEST(Table, CsvNeverCarriesTerminalEscapesOrFormulas) {
+  EXPECT_EQ(csv_escape("loss\x1b[2J"), "loss\\x1b[2J");
+  EXPECT_EQ(csv_escape("a\xc2\x9b"
+                       "31m"),
+            "a\\u009b31m");
+  EXPECT_EQ(csv_escape("=HYPERLINK(\"x\")"), "\"'=HYPERLINK(\"\"x\"\")\"");
+  EXPECT_EQ(csv_escape("+1"), "'+1");
+  EXPECT_EQ(csv_escape("@cmd"), "'@cmd");
+  EXPECT_EQ(csv_escape("-1"), "-1");
+  EXPECT_EQ(csv_escape("two\nlines"), "\"two\nlines\"");
+  EXPECT_EQ(csv_escape("<script>"), "<script>") << "csv is data: html escaping is md's and html's";
+}
+
+TEST(Table, TextAlignsByDisplayWidthNotBytes) {
+  Table t({{"name", "NAME"}, {"n", "N", true}});
+  t.add_row({"\xe6\xb7\xb1\xe5\xb1\xa4", "1"}, {});  // two wide characters: 4 columns, 6 bytes
+  t.add_row({"caf\xc3\xa9", "22"}, {});              // 4 columns, 5 bytes
+  t.add_row({"abcd", "333"}, {});
+  EXPECT_EQ(t.render(Format::kTable),
+            "NAME    N\n"
+            "\xe6\xb7\xb1\xe5\xb1\xa4    1\n"
+            "caf\xc3\xa9   22\n"
+            "abcd  333\n");
+}
+
 TEST(Table, MarkdownEscapesPipes) {
   EXPECT_EQ(sample().render(Format::kMd),
             "| NAME | COST |\n| --- | ---: |\n| a,b | $1.00 |\n| **c\\|d** | **$12.50** |\n");

@@ -103,8 +103,8 @@ TEST(ContainerEngine, PodmanIsPreferredAndGetsTheJob) {
   const std::string dir = std::filesystem::path(work.path()).lexically_normal().string();
   std::vector<std::string> expected = {"-e", "PATH", "-e", "SECRET", "-v", dir + ":" + dir, "-w",
                                        dir, "--device", "nvidia.com/gpu=2", "--device",
-                                       "nvidia.com/gpu=3", "pytorch/pytorch", "python", "train.py",
-                                       "--lr", "0.1",
+                                       "nvidia.com/gpu=3", "--", "pytorch/pytorch", "python",
+                                       "train.py", "--lr", "0.1",
                                        // the value reaches the engine by its environment
                                        "SECRET=s3cr3t"};
   EXPECT_EQ(rest, expected);
@@ -131,6 +131,7 @@ TEST(ContainerRunArgv, DockerGetsGpusAsOneQuotedDeviceList) {
                                        "/w",
                                        "--gpus",
                                        "\"device=0,1\"",
+                                       "--",
                                        "nvidia/cuda:12.4.0-base-ubuntu22.04",
                                        "nvidia-smi"};
   EXPECT_EQ(argv, expected);

@@ -67,6 +67,17 @@ TEST(SweepParam, DotsInLiteralValuesAreNotRanges) {
   EXPECT_EQ(values("tag=v1..v2"), (V{"v1..v2"}));
 }
 
+TEST(SweepParam, RangesWithoutFiniteBoundsAreRefusedNotRunAsLiterals) {
+  for (std::string spec :
+       {"k=nan..1", "k=inf..1", "k=-inf..1", "k=..5", "k=1..", "k=1..nan", "k=1..inf",
+        "k=NaN..2:0.5", "k=..5:1", "k=.5..inf:0.1", "k=1..4:nan", "k=1..4:inf", "k=1..4:xinf"}) {
+    std::string msg = error_of(spec);
+    EXPECT_EQ(msg.find("--param '" + spec + "': "), 0u) << spec << ": " << msg;
+  }
+  EXPECT_EQ(values("k=.5..1.5:0.5"), (V{".5", "1", "1.5"}));
+  EXPECT_EQ(values("k=..,../x"), (V{"..", "../x"}));
+}
+
 TEST(SweepParam, EmptyValuesAreErrors) {
   EXPECT_NE(error_of("a=").find("no values"), std::string::npos);
   EXPECT_NE(error_of("a=1,,2").find("empty value"), std::string::npos);
