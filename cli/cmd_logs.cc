@@ -19,6 +19,7 @@
 #include "cli/common.h"
 #include "cli/sweep_command.h"
 #include "core/error.h"
+#include "core/files.h"
 #include "core/parse.h"
 #include "core/text.h"
 #include "engine/supervisor.h"
@@ -153,6 +154,16 @@ off_t tail_offset(int fd, long lines, const LogGap& gap) {
   return 0;
 }
 
+// Opens a job's log for reading. The file is the job's (on Slurm it is in the folder the job
+// writes), so a FIFO or a symlink in its place is refused in one line, never waited on or
+// followed (core/files.h's open_job_file). -1 with errno ENOENT when there is no log yet.
+int open_log(const std::string& whose, const std::string& path) {
+  auto fd = open_job_file(path);
+  if (!fd) throw Fatal(whose + ": its log " + fd.error().message);
+  if (*fd < 0) errno = ENOENT;
+  return *fd;
+}
+
 using backend::local::StreamSpan;
 using Ranges = std::vector<std::pair<uint64_t, uint64_t>>;
 
@@ -197,7 +208,7 @@ struct LogsCommand {
                   (job.backend != "local" ? "jobs on " + job.backend + " have one log"
                                           : "it ran before nodus kept one") +
                   "); nodus logs " + std::to_string(job.id) + " prints the whole log");
-    int fd = open(job.log_path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    int fd = open_log("job " + std::to_string(job.id), job.log_path);
     if (fd < 0)
       throw Fatal("cannot read the log of job " + std::to_string(job.id) + ": " + job.log_path +
                   ": " + std::strerror(errno));
@@ -257,7 +268,7 @@ struct LogsCommand {
       return sweep_log(*store);
     JobRecord job = find_job_or_throw(*store, id);
     if (stream != "all" || !since.empty()) return by_index(*store, job);
-    int fd = open(job.log_path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    int fd = open_log("job " + std::to_string(job.id), job.log_path);
     if (fd < 0 && !(follow && errno == ENOENT)) {
       if (job.backend != "local")
         throw Fatal("job " + std::to_string(job.id) + " ran on " + job.backend +
@@ -276,7 +287,7 @@ struct LogsCommand {
     }
     char buf[65536];
     for (;;) {
-      if (fd < 0 && (fd = open(job.log_path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC)) >= 0)
+      if (fd < 0 && (fd = open_log("job " + std::to_string(job.id), job.log_path)) >= 0)
         reader.emplace(fd, job.log_path);
       ssize_t n = reader ? reader->read(pos, buf, sizeof buf) : 0;
       if (n > 0) {
@@ -309,7 +320,7 @@ struct LogsCommand {
     auto sweep = store.find_sweep(id);
     if (!sweep) throw Fatal("unknown sweep '" + escape_control(id) + "': see nodus sweeps");
     std::string path = sweep_log_path(store, sweep->id);
-    int fd = open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    int fd = open_log("sweep " + id, path);
     if (fd < 0)
       throw Fatal("sweep " + id + " ran attached (its events went to its terminal); each cell's " +
                   "output: nodus logs " + id + ":CELL (cells: nodus show " + id + ")");

@@ -9,6 +9,8 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
+#include <map>
 
 #include "cli/args.h"
 #include "cli/common.h"
@@ -108,11 +110,47 @@ nlohmann::json definition_options(const SweepFlags& f, const engine::JobRequest&
   return o;
 }
 
+// What prices the cells (--rate, --rate-per, --prices, --prices-only), as the submit carries it
+// to a detached sweep's supervisor and the definition keeps it for --resume: not part of the
+// definition's hash (a price is not what the cells run). A --prices file is made absolute;
+// `stored`: a --prices URL's credentials redacted, as everything the store keeps.
+std::map<std::string, std::string> pricing_of(const RunFlags& f, bool stored) {
+  std::string prices = f.prices;
+  if (!prices.empty() && prices.find("://") == std::string::npos) {
+    std::error_code ec;
+    auto absolute = std::filesystem::absolute(prices, ec);
+    if (!ec) prices = absolute.string();
+  }
+  return {{"rate", f.rate},
+          {"rate_per", f.rate_per},
+          {"prices", stored ? redact_urls(prices) : prices},
+          {"prices_only", f.prices_only ? "1" : "0"}};
+}
+
+// The flags of pricing_of back into `f`, where the command line did not give them (--resume s3
+// --rate 40 reprices the rest of the sweep).
+void take_pricing(RunFlags& f, const std::map<std::string, std::string>& pricing) {
+  auto get = [&](const char* key, const std::string& fallback) {
+    auto it = pricing.find(key);
+    return it == pricing.end() ? fallback : it->second;
+  };
+  if (f.rate.empty()) {
+    f.rate = get("rate", "");
+    f.rate_per = get("rate_per", "gpu");
+  }
+  if (f.prices.empty() && !f.prices_only) {
+    f.prices = get("prices", "");
+    f.prices_only = get("prices_only", "0") == "1";
+  }
+}
+
 // Fills the flags of a sweep being resumed from its stored definition.
 // `env`: the unredacted --env a detached sweep's supervisor got in its ticket (nullptr: from
 // the stored definition, which refuses secrets it did not keep).
+// `pricing`: the detached sweep's pricing from its ticket (nullptr: from the definition).
 void restore_flags(SweepFlags& f, const store::SweepRecord& sweep,
-                   const std::map<std::string, std::string>* env_override = nullptr) {
+                   const std::map<std::string, std::string>* env_override = nullptr,
+                   const std::map<std::string, std::string>* pricing = nullptr) {
   const auto& d = sweep.definition;
   const auto& o = d.at("options");
   f.run.command = sweep.argv;
@@ -141,6 +179,19 @@ void restore_flags(SweepFlags& f, const store::SweepRecord& sweep,
   f.repeat = d.value("repeat", 1);
   if (f.objective.empty()) f.objective = d.value("objective", "");
   if (!f.stop_early && d.contains("stop_early")) f.stop_early = d["stop_early"].get<double>();
+  // Sweeps stored before the definition kept their pricing have none: the catalog prices them.
+  const auto stored_pricing =
+      d.value("pricing", nlohmann::json::object()).get<std::map<std::string, std::string>>();
+  if (pricing && !pricing->empty()) {
+    take_pricing(f.run, *pricing);
+  } else {
+    if (f.run.prices.empty() &&
+        is_redacted(stored_pricing.count("prices") ? stored_pricing.at("prices") : ""))
+      throw Fatal("--resume " + sweep_label(sweep) +
+                  ": its --prices URL held a credential that nodus does not keep; repeat the "
+                  "sweep's command with --resume");
+    take_pricing(f.run, stored_pricing);
+  }
   if (env_override) {
     for (const auto& [k, v] : *env_override) f.run.env.push_back(k + "=" + v);
     if (f.parallel == 0) f.parallel = d.value("parallel", 0);
@@ -280,11 +331,9 @@ struct SweepCommand {
   }
 
   nlohmann::json definition(const Plan& p) const {
-    nlohmann::json d = {{"params", f.params},
-                        {"options", p.options},
-                        {"parallel", f.parallel},
-                        {"budget", f.budget},
-                        {"cells", p.cells.size()}};
+    nlohmann::json d = {{"params", f.params},      {"options", p.options},
+                        {"parallel", f.parallel},  {"budget", f.budget},
+                        {"cells", p.cells.size()}, {"pricing", pricing_of(f.run, /*stored=*/true)}};
     if (f.sample > 0) d["sample"] = f.sample, d["seed"] = f.seed;
     if (f.repeat > 1) d["repeat"] = f.repeat;
     if (!f.objective.empty()) d["objective"] = p.objective.text();
@@ -434,6 +483,7 @@ struct SweepCommand {
     ticket.sweep_id = sweep.id;
     ticket.env = p.request.env;
     ticket.argv = p.request.argv;  // the store keeps the template redacted
+    ticket.pricing = pricing_of(f.run, /*stored=*/false);
     if (p.inventory) ticket.inventory = *p.inventory;
     auto spawned = value_or_throw(engine::spawn_supervisor(ticket));
     std::string status = engine::read_status_line(spawned.status_fd);
@@ -510,7 +560,7 @@ int supervise_sweep(const engine::Ticket& ticket,
     close(fd);
   }
   SweepCommand cmd;
-  restore_flags(cmd.f, sweep, &ticket.env);
+  restore_flags(cmd.f, sweep, &ticket.env, &ticket.pricing);
   if (!ticket.argv.empty()) cmd.f.run.command = ticket.argv;
   Plan p = cmd.plan();
   if (p.hash != sweep.definition_hash) {

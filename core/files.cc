@@ -114,4 +114,29 @@ Result<std::string> read_input_file(const std::string& path, const std::string& 
   return text;
 }
 
+Result<int> open_job_file(const std::string& path) {
+  auto refuse = [&](const std::string& what) {
+    return Error::permanent(path + " " + what + ": not read (it must be a regular file)");
+  };
+  int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY);
+  if (fd < 0) {
+    if (errno == ENOENT) return -1;
+    if (errno == ELOOP) return refuse("is a symbolic link");
+    return Error::permanent("cannot read " + path + ": " + std::strerror(errno));
+  }
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) {
+    int err = errno;
+    ::close(fd);
+    return Error::permanent("cannot read " + path + ": " + std::strerror(err));
+  }
+  if (S_ISREG(st.st_mode)) return fd;
+  ::close(fd);
+  if (S_ISFIFO(st.st_mode)) return refuse("is a FIFO");
+  if (S_ISSOCK(st.st_mode)) return refuse("is a socket");
+  if (S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode)) return refuse("is a device");
+  if (S_ISDIR(st.st_mode)) return refuse("is a folder");
+  return refuse("is not a regular file");
+}
+
 }  // namespace nodus

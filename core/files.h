@@ -30,4 +30,11 @@ Result<void> ensure_private_folder(const std::string& path, bool follow_link = t
 Result<std::string> read_input_file(const std::string& path, const std::string& what,
                                     size_t max_bytes);
 
+// Opens a file that a job controls (its output, its metrics) for reading, never waiting on it:
+// O_NONBLOCK | O_NOFOLLOW, and only a regular file is kept, so a FIFO (whose open would wait for
+// a writer), a device or a symlink (to /dev/zero, to another user's file) is refused. Returns
+// the descriptor; -1 when nothing is there yet (ENOENT); an error saying what the path is ("is a
+// FIFO: not read (it must be a regular file)") when it is refused. Read it with a bounded budget.
+Result<int> open_job_file(const std::string& path);
+
 }  // namespace nodus

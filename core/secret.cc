@@ -4,6 +4,8 @@
 #include <cctype>
 #include <vector>
 
+#include "core/config.h"
+
 namespace nodus {
 namespace {
 
@@ -113,6 +115,45 @@ bool secret_token(const std::string& t) {
   return false;
 }
 
+bool base64url_char(char c) {
+  return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_';
+}
+
+// The end of a JWT that starts at `at` ("eyJ" there, not inside a longer base64url run), or npos:
+// three non-empty base64url segments joined by '.'.
+size_t jwt_end(std::string_view s, size_t at) {
+  if (s.substr(at, 3) != "eyJ" || (at > 0 && base64url_char(s[at - 1])))
+    return std::string_view::npos;
+  size_t end = at;
+  for (int segment = 0; segment < 3; ++segment) {
+    if (segment > 0) {
+      if (end >= s.size() || s[end] != '.') return std::string_view::npos;
+      ++end;
+    }
+    size_t start = end;
+    while (end < s.size() && base64url_char(s[end])) ++end;
+    // The shortest header is {"alg":"none"} (19 characters encoded): "eyJ.a.b" is no JWT.
+    if (end == start || (segment == 0 && end - start < 16)) return std::string_view::npos;
+  }
+  return end;
+}
+
+std::string redact_jwts(std::string_view value) {
+  std::string out;
+  size_t done = 0;
+  for (size_t at = value.find("eyJ"); at != std::string_view::npos;
+       at = value.find("eyJ", at + 1)) {
+    if (at < done) continue;
+    size_t end = jwt_end(value, at);
+    if (end == std::string_view::npos) continue;
+    out += value.substr(done, at - done);
+    out += kRedacted;
+    done = end;
+  }
+  out += value.substr(done);
+  return out;
+}
+
 }  // namespace
 
 bool is_secret_name(std::string_view name) {
@@ -175,14 +216,25 @@ std::vector<std::string> redact_argv(const std::vector<std::string>& argv) {
         continue;
       }
     }
-    out.push_back(redact_urls(arg));
+    out.push_back(redact_value(arg));
   }
   return out;
 }
 
 std::string redact_env_value(std::string_view name, std::string_view value) {
   if (is_secret_name(name)) return std::string(kRedacted);
-  return redact_urls(value);
+  return redact_value(value);
+}
+
+std::string redact_value(std::string_view value) {
+  std::string out = redact_jwts(redact_urls(value));
+  // The token nodus itself holds, whatever its form (a JWT is caught above; a site may hand out
+  // other tokens). Short values are left alone: "SLURM_JWT=x" must not redact every x.
+  if (auto token = config_env("slurm_jwt"); token && token->size() >= 8)
+    for (size_t at = out.find(*token); at != std::string::npos;
+         at = out.find(*token, at + kRedacted.size()))
+      out.replace(at, token->size(), kRedacted);
+  return out;
 }
 
 bool is_redacted(std::string_view value) { return value.find(kRedacted) != std::string_view::npos; }

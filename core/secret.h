@@ -26,14 +26,20 @@ bool is_secret_name(std::string_view name);
 // the values of secret-named query or fragment parameters (?token=<redacted>).
 std::string redact_urls(std::string_view value);
 
-// What may be stored or printed for a command's arguments: redact_urls on every argument, and
+// `value` with every credential that can be told from the value alone replaced by kRedacted:
+// redact_urls, every JWT in it (three base64url segments joined by '.', the first starting "eyJ",
+// the encoding of '{"') and every occurrence of the configured Slurm token (SLURM_JWT, when set,
+// 8 characters or more), so that `-e COPY=$SLURM_JWT` or `--header "Bearer eyJ..."` is not kept.
+std::string redact_value(std::string_view value);
+
+// What may be stored or printed for a command's arguments: redact_value on every argument, and
 // the value of every option whose name is_secret_name: "--password=<redacted>", "-token=..." and
 // "--api-key <redacted>" (the next argument, unless it is itself an option "--..."). Arguments
 // without credentials are returned unchanged, so a command without any stores as typed.
 std::vector<std::string> redact_argv(const std::vector<std::string>& argv);
 
 // What may be stored or printed for the environment variable name=value: kRedacted when the
-// name looks secret, else the value with redact_urls applied.
+// name looks secret, else redact_value(value).
 std::string redact_env_value(std::string_view name, std::string_view value);
 
 // True when `value` was redacted by redact_env_value (it holds kRedacted).

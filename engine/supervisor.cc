@@ -68,6 +68,7 @@ struct StopExecutor {
   JobRecord& job;
   bool attach;
   std::string last_error;
+  std::string told;  // the kill failure last printed
 
   bool term() {
     for (int attempt = 0; attempt < 2; ++attempt) {
@@ -85,7 +86,9 @@ struct StopExecutor {
       last_error = r.error().message;
       if (!r.error().retryable()) break;
     }
-    note(attach, "kill failed: " + last_error);
+    // Said once: a kill that fails the same way again (a rejected token) adds no line.
+    if (last_error != told) note(attach, "kill failed: " + last_error);
+    told = last_error;
     add_note(job, "kill failed: " + last_error);
   }
 
@@ -221,7 +224,7 @@ int Supervisor::run(JobRecord& job, const SuperviseRun& run) {
   // The controller is shared by this loop and the watchdog thread; mu guards it.
   std::mutex mu;
   StopController control(plan, grace);
-  StopExecutor exec{backend_, job, run.attach, {}};
+  StopExecutor exec{backend_, job, run.attach, {}, {}};
 
   auto arm = [&] {
     observer.on_started(job);

@@ -58,6 +58,7 @@ std::string Ticket::to_json() const {
                         {"no_wait", no_wait},
                         {"sweep_cell", sweep_cell},
                         {"parent_pid", parent_pid},
+                        {"pricing", pricing},
                         {"inventory", {{"gpus", gpus}, {"source", inventory.source}}}}
       .dump();
 }
@@ -73,6 +74,7 @@ Ticket Ticket::from_json(const std::string& text) {
   t.no_wait = j.value("no_wait", false);
   t.sweep_cell = j.value("sweep_cell", false);
   t.parent_pid = j.value("parent_pid", int64_t{0});
+  t.pricing = j.value("pricing", std::map<std::string, std::string>{});
   if (j.contains("inventory")) {
     t.inventory.source = j["inventory"].value("source", "");
     for (const auto& g : j["inventory"]["gpus"])

@@ -26,6 +26,10 @@ struct Ticket {
   bool sweep_cell = false;  // dies with its sweep (PR_SET_PDEATHSIG) instead of a new session
   int64_t parent_pid = 0;
   Inventory inventory;
+  // A detached sweep's pricing flags as typed (rate, rate_per, prices, prices_only), so that its
+  // supervisor plans the cells at the price the user gave, not the catalog's (the stored
+  // definition keeps them too, for --resume, with a --prices URL's credentials redacted).
+  std::map<std::string, std::string> pricing;
 
   std::string to_json() const;
   static Ticket from_json(const std::string& text);

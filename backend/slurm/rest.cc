@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <ctime>
 #include <thread>
 
 namespace nodus::backend::slurm {
@@ -47,6 +48,7 @@ std::string RestClient::scrub(std::string message) const {
 Result<http::Response> RestClient::send_once(const std::string& method, const std::string& path,
                                              const std::string& body,
                                              const std::vector<int64_t>& tolerated) {
+  auth_refused_ = 0;  // this request's answer decides
   struct stat st {};
   if (!settings_.unix_socket.empty() && stat(settings_.unix_socket.c_str(), &st) != 0)
     return Error::retryable(settings_.describe() +
@@ -66,10 +68,21 @@ Result<http::Response> RestClient::send_once(const std::string& method, const st
   if (!response)
     return Error::retryable(
         scrub("cannot reach " + settings_.describe() + ": " + response.error().message));
+  auth_refused_ = response->status == 401 || response->status == 403 ? response->status : 0;
   if (response->status >= 200 && response->status < 300) return std::move(*response);
   auto errors = api_->errors(response->body);
   for (int64_t code : tolerated)
     if (has_code(errors, code)) return std::move(*response);
+  // Slurm 22.05 answers a request with an expired token with HTTP 500 and a communication error
+  // (5005, which reads as an outage) or a generic one: asking again cannot help.
+  if (auto exp = settings_.uses_jwt() ? jwt_expiry(settings_.jwt) : std::nullopt;
+      exp && *exp <= static_cast<double>(std::time(nullptr))) {
+    auth_refused_ = response->status;
+    return Error::permanent(scrub(settings_.describe() + " refused " + method + " (HTTP " +
+                                  std::to_string(response->status) +
+                                  "): the token (SLURM_JWT) has expired; mint a new one with "
+                                  "`scontrol token`"));
+  }
   return error_from(method, *response);
 }
 

@@ -4,6 +4,7 @@
 // the endpoint (socket path or redacted URL) and quote Slurm's own words; the token is scrubbed
 // from anything that could echo it.
 
+#include <atomic>
 #include <chrono>
 #include <memory>
 #include <optional>
@@ -65,6 +66,11 @@ class RestClient {
   // Removes the token (and the full URL, which may carry credentials) from a message.
   std::string scrub(std::string message) const;
 
+  // The HTTP status of the last answer that refused this client's credentials (401 or 403, or
+  // any failure while the token's exp has passed: Slurm 22.05 answers an expired token with a
+  // 500), 0 when the last answer did not: asking again cannot help then.
+  long auth_refused() const { return auth_refused_; }
+
  private:
   // The response of a request that slurmrestd answered with 2xx, or of one that failed with
   // one of the Slurm errors `tolerated`; everything else becomes an Error.
@@ -79,6 +85,7 @@ class RestClient {
   std::unique_ptr<http::Client> http_;
   std::unique_ptr<SlurmApi> api_;
   RetryPolicy retry_;
+  std::atomic<long> auth_refused_{0};  // signal() may run on the watchdog's thread
 };
 
 // The real client for the configured endpoint: settings from the environment, libcurl.

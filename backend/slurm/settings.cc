@@ -14,10 +14,40 @@
 
 #include "core/config.h"
 #include "core/http.h"
+#include "core/json_input.h"
 #include "core/parse.h"
 #include "core/strings.h"
 
 namespace nodus::backend::slurm {
+
+std::optional<double> jwt_expiry(std::string_view token) {
+  size_t first = token.find('.');
+  size_t second = first == std::string_view::npos ? first : token.find('.', first + 1);
+  if (second == std::string_view::npos || second - first - 1 > 8192) return std::nullopt;
+  std::string_view payload = token.substr(first + 1, second - first - 1);
+  // base64url without padding.
+  std::string json;
+  uint32_t bits = 0;
+  int count = 0;
+  for (char c : payload) {
+    int v = c >= 'A' && c <= 'Z'   ? c - 'A'
+            : c >= 'a' && c <= 'z' ? c - 'a' + 26
+            : c >= '0' && c <= '9' ? c - '0' + 52
+            : c == '-'             ? 62
+            : c == '_'             ? 63
+                                   : -1;
+    if (v < 0) return std::nullopt;
+    bits = (bits << 6) | static_cast<uint32_t>(v);
+    if ((count += 6) >= 8) {
+      count -= 8;
+      json += static_cast<char>((bits >> count) & 0xff);
+    }
+  }
+  auto claims = parse_untrusted_json(json);
+  if (!claims.is_object() || !claims.contains("exp") || !claims["exp"].is_number())
+    return std::nullopt;
+  return claims["exp"].get<double>();
+}
 namespace {
 
 std::string login_name() {

@@ -5,6 +5,7 @@
 // describe() and every message built from these settings use the redacted endpoint.
 
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -33,6 +34,12 @@ struct SlurmSettings {
   // lower case ("H100-SXM" -> "h100", "L4" -> "l4").
   std::string gres_type(std::string_view catalog_type) const;
 };
+
+// The expiry (unix seconds, the "exp" claim) of a JWT such as `scontrol token` mints; nullopt
+// when `token` is not a JWT or has no exp. Nothing is verified: it only tells an expired token
+// from an outage when slurmrestd's answer does not (Slurm 22.05 answers an expired token with
+// HTTP 500 and "Zero Bytes were transmitted or received" (5005), not a 401).
+std::optional<double> jwt_expiry(std::string_view token);
 
 // Parses "H100-SXM=h100,L4=l4". Errors name the bad entry.
 Result<std::map<std::string, std::string>> parse_gres_map(std::string_view text);

@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cstdio>
+#include <ctime>
 #include <map>
 #include <thread>
 
@@ -114,8 +115,13 @@ class SlurmBackend final : public Backend {
   // Cancels every live job named `name` but `keep` (a POST slurmrestd processed late).
   void cancel_duplicates(RestClient& rest, const std::string& name, int64_t keep);
   // Until Slurm reports the job ended: SIGKILL through the signal API and DELETE, asked again
-  // with backoff through slurmrestd outages, up to lost_after.
+  // with backoff through slurmrestd outages, up to lost_after. An answer that refuses the
+  // credentials (401/403: the token expired) ends it at once: see token_rejected.
   Result<void> cancel_until_gone(RestClient& rest, JobRecord& job, int64_t id);
+  // The error for a stop that slurmrestd refused for its credentials, the one line the
+  // supervisor prints (once: a token does not come back to life, so every later stop fails the
+  // same way, at once, and the supervisor does not say it again).
+  Error token_rejected(const RestClient& rest, int64_t id);
   // The job's runs in Slurm's accounting, those named as nodus named it (an id Slurm gave again
   // after its state was reset is another job). Empty when accounting has none, or when the
   // cluster keeps no accounting: said once, and billing falls back to slurmctld's records.
@@ -130,6 +136,7 @@ class SlurmBackend final : public Backend {
   WaitTiming timing_;
   std::map<int64_t, Watch> watches_;  // by nodus job id
   bool told_no_accounting_ = false;
+  std::optional<Error> token_rejected_;  // set once slurmrestd refused the credentials to stop
 };
 
 Result<RestClient*> SlurmBackend::client() {
@@ -450,7 +457,30 @@ Result<void> SlurmBackend::kill(JobRecord& job) {
   return cancel_until_gone(**rest, job, **id);
 }
 
+Error SlurmBackend::token_rejected(const RestClient& rest, int64_t id) {
+  if (token_rejected_) return *token_rejected_;
+  const bool jwt = rest.settings().uses_jwt();
+  std::string why = jwt ? " (SLURM_JWT expired or revoked?)" : "";
+  if (auto exp = jwt ? jwt_expiry(rest.settings().jwt) : std::nullopt;
+      exp && *exp <= static_cast<double>(std::time(nullptr))) {
+    char when[32];
+    std::time_t t = static_cast<std::time_t>(*exp);
+    std::tm tm{};
+    gmtime_r(&t, &tm);
+    std::strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S UTC", &tm);
+    why = std::string(" (SLURM_JWT expired at ") + when + ")";
+  }
+  std::string line = std::string("slurm: ") + (jwt ? "token" : "authentication") +
+                     " rejected (HTTP " + std::to_string(rest.auth_refused()) +
+                     ") while cancelling Slurm job " + std::to_string(id) + why +
+                     ": not retrying; leaving the job to the node's enforcer (its deadline in the "
+                     "batch script, then Slurm's time limit)";
+  token_rejected_ = Error::permanent(line);
+  return *token_rejected_;
+}
+
 Result<void> SlurmBackend::cancel_until_gone(RestClient& rest, JobRecord& job, int64_t id) {
+  if (token_rejected_) return *token_rejected_;
   const auto give_up = Clock::now() + timing_.lost_after;
   auto delay = timing_.cancel_backoff;
   bool cancelled = false, killed = false, told = false;
@@ -471,6 +501,8 @@ Result<void> SlurmBackend::cancel_until_gone(RestClient& rest, JobRecord& job, i
         auto sent = rest.cancel(std::to_string(id), "KILL");
         if (sent) killed = true;
       }
+    } else if (rest.auth_refused() && cancelled) {
+      return token_rejected(rest, id);  // the cancel went through; its end cannot be asked
     } else {
       last_error = records.error().message;
     }
@@ -478,6 +510,8 @@ Result<void> SlurmBackend::cancel_until_gone(RestClient& rest, JobRecord& job, i
       auto sent = rest.cancel(std::to_string(id));
       if (sent)
         cancelled = true;
+      else if (rest.auth_refused())
+        return token_rejected(rest, id);
       else if (!sent.error().retryable())
         return Error{sent.error().kind,
                      "cannot cancel Slurm job " + job.backend_id + ": " + sent.error().message,

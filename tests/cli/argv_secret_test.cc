@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 
 #include <filesystem>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -129,6 +130,37 @@ TEST(ArgvSecrets, ASweepResumesFromItsRepeatedCommandNotFromItsId) {
   auto resumed = home.run(again);
   EXPECT_EQ(resumed.code, 0) << resumed.err;
   EXPECT_EQ(resumed.err.find("definition changed"), std::string::npos) << resumed.err;
+}
+
+// Issue 30, item 7: a JWT (what `scontrol token` mints) copied into an innocently named -e
+// variable or an argument, and a copy of the configured token (SLURM_JWT) whatever its form,
+// reach the job exactly and never the store or what show and ps print.
+TEST(ArgvSecrets, AJwtOrTheConfiguredTokenIsRedactedWhateverItIsCalled) {
+  NodusHome home;
+  const std::string jwt =
+      "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJleHAiOjE3OTk5OTk5OTksInN1biI6Im5vZHVzIn0."
+      "SECRETsig_Qe4ZJ1aYtV0wQm5mJx0n2pX";
+  const std::string site_token = "SECRET-site-token-42";
+  const std::map<std::string, std::string> env = {{"SLURM_JWT", site_token}};
+  auto r = home.run({"run", "-e", "COPY=" + jwt, "-e", "TOKCOPY=" + site_token, "--", "sh", "-c",
+                     "printf '%s\\n' \"$COPY\" \"$TOKCOPY\" \"$1\" > " + home.file("seen-jwt"),
+                     "sh", "Bearer " + jwt},
+                    env);
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(read_file(home.file("seen-jwt")), jwt + "\n" + site_token + "\nBearer " + jwt + "\n");
+  std::string printed = r.out + r.err;
+  for (auto cmd : std::vector<std::vector<std::string>>{
+           {"show", "1", "--format", "json"}, {"show", "1"}, {"ps", "-a", "--format", "json"}}) {
+    auto shown = home.run(cmd);  // without SLURM_JWT: what the store kept
+    EXPECT_EQ(shown.code, 0) << shown.err;
+    printed += shown.out + shown.err;
+  }
+  EXPECT_EQ(printed.find("SECRET"), std::string::npos) << printed;
+  EXPECT_EQ(store_bytes(home).find("SECRET"), std::string::npos) << "a token under NODUS_HOME";
+  auto job = show_json(home, "1");
+  EXPECT_EQ(job["env"]["COPY"], "<redacted>");
+  EXPECT_EQ(job["env"]["TOKCOPY"], "<redacted>");
+  EXPECT_EQ(job["command"].back(), "Bearer <redacted>");
 }
 
 // Item 1's --save half: a secret is never written to a spec file. Secret -e values become

@@ -1,6 +1,10 @@
 #include "core/secret.h"
 
 #include <gtest/gtest.h>
+#include <stdlib.h>
+
+#include <optional>
+#include <string>
 
 namespace nodus {
 namespace {
@@ -93,6 +97,59 @@ TEST(RedactArgv, OptionValuesWithSecretNamesAndUrls) {
   EXPECT_EQ(redact_argv({"--token=x"}), (V{"--token=x"}));  // argv[0] is the program
   V plain = {"python", "train.py", "--keyboard=us", "--path", "/data", std::string("A\xff")};
   EXPECT_EQ(redact_argv(plain), plain);
+}
+
+// Issue 30: a JWT (what `scontrol token` mints) or the configured token is a credential wherever
+// it appears, whatever the variable or option is called.
+constexpr const char* kJwt =
+    "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJleHAiOjE3OTk5OTk5OTksImlhdCI6MTcwMDAwMDAwMCwic3VuIjoi"
+    "cm9vdCJ9.Xq3b2k9c-Qe_4ZJ1aYtV0wQm5mJx0n2pXr8sZ1yK3aE";
+
+// Sets (or unsets) SLURM_JWT for one test and puts the old value back.
+class TokenEnv {
+ public:
+  explicit TokenEnv(const char* value) {
+    if (const char* old = getenv("SLURM_JWT")) old_ = old;
+    value ? setenv("SLURM_JWT", value, 1) : unsetenv("SLURM_JWT");
+  }
+  ~TokenEnv() { old_ ? setenv("SLURM_JWT", old_->c_str(), 1) : unsetenv("SLURM_JWT"); }
+
+ private:
+  std::optional<std::string> old_;
+};
+
+TEST(RedactValue, AJwtIsRedactedWhereverItIs) {
+  TokenEnv none(nullptr);
+  const std::string jwt = kJwt;
+  EXPECT_EQ(redact_env_value("COPY", jwt), "<redacted>");
+  EXPECT_EQ(redact_env_value("HEADER", "Authorization: Bearer " + jwt),
+            "Authorization: Bearer <redacted>");
+  EXPECT_EQ(redact_env_value("BOTH", jwt + "," + jwt), "<redacted>,<redacted>");
+  using V = std::vector<std::string>;
+  EXPECT_EQ(redact_argv({"curl", "-H", "X-SLURM-USER-TOKEN: " + jwt, jwt}),
+            (V{"curl", "-H", "X-SLURM-USER-TOKEN: <redacted>", "<redacted>"}));
+}
+
+TEST(RedactValue, LookAlikesOfAJwtStay) {
+  TokenEnv none(nullptr);
+  for (const char* value : {"eyJ", "eyJabc", "eyJabc.def", "eyJabc..def", "heyJabc.def.ghi",
+                            "v1.2.3", "eyJ.a.b", "model.eyJ", "keyJson.x.y"})
+    EXPECT_EQ(redact_env_value("V", value), value) << value;
+}
+
+TEST(RedactValue, TheConfiguredTokenIsRedactedWhateverItsForm) {
+  TokenEnv token("site-token-0123456789");
+  EXPECT_EQ(redact_env_value("COPY", "site-token-0123456789"), "<redacted>");
+  EXPECT_EQ(redact_env_value("COPY", "x=site-token-0123456789;y"), "x=<redacted>;y");
+  EXPECT_EQ(redact_argv({"tool", "site-token-0123456789"})[1], "<redacted>");
+  EXPECT_EQ(redact_env_value("OTHER", "site-token-9"), "site-token-9");
+}
+
+TEST(RedactValue, AShortConfiguredTokenDoesNotRedactEverything) {
+  TokenEnv token("x");
+  EXPECT_EQ(redact_env_value("V", "xxx"), "xxx");
+  TokenEnv odd("redacted");  // the marker's own text: no endless replacing
+  EXPECT_EQ(redact_env_value("V", "a redacted b"), "a <redacted> b");
 }
 
 }  // namespace

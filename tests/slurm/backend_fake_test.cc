@@ -3,10 +3,12 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <nlohmann/json.hpp>
 
 #include "backend/slurm/job_script.h"
+#include "backend/slurm/settings.h"
 #include "backend/slurm/slurm_backend.h"
 #include "fake_http.h"
 
@@ -316,6 +318,128 @@ TEST(SlurmBackendStop, KillThatSlurmNeverConfirmsIsAnErrorAfterLostAfter) {
   ASSERT_FALSE(r.ok());
   EXPECT_GE(Clock::now() - t0, milliseconds(400));
   EXPECT_NE(r.error().message.find("cannot cancel Slurm job 17"), std::string::npos);
+}
+
+// Issue 30: a token that expires while nodus stops a job is refused by every later request;
+// asking again for lost_after (3 x 10 minutes, in the supervisor) cannot help. The stop ends at
+// once, in one line, and leaves the job to the node's enforcer.
+TEST(SlurmBackendStop, ATokenRejectedWhileCancellingEndsTheRetriesAtOnceInOneLine) {
+  Rig rig;
+  JobRecord job = test_job();
+  job.backend_id = "19";
+  int answered = 0;
+  rig.http->handler = [&](const http::Request& r) -> Result<http::Response> {
+    // The first GET, the SIGKILL and the cancel are accepted; then the token has expired.
+    if (++answered <= 3)
+      return r.method == "GET" ? reply(200, with_state(job, 19, "RUNNING"))
+                               : reply(200, fixture("delete_ok.json"));
+    return reply(401, "Authentication failure");
+  };
+  ::testing::internal::CaptureStderr();
+  auto t0 = Clock::now();
+  auto r = rig.backend->kill(job);
+  auto took = Clock::now() - t0;
+  auto again = rig.backend->kill(job);  // the supervisor's later kill: no new line, no wait
+  auto took_again = Clock::now() - t0 - took;
+  std::string err = ::testing::internal::GetCapturedStderr();
+  ASSERT_FALSE(r.ok());
+  EXPECT_FALSE(r.error().retryable());
+  EXPECT_NE(r.error().message.find("slurm: token rejected (HTTP 401)"), std::string::npos)
+      << r.error().message;
+  EXPECT_NE(r.error().message.find("leaving the job to the node's enforcer"), std::string::npos)
+      << r.error().message;
+  EXPECT_LT(took, milliseconds(100)) << "retried a rejected token (lost_after is 400 ms here)";
+  ASSERT_FALSE(again.ok());
+  EXPECT_LT(took_again, milliseconds(50));
+  EXPECT_EQ(err, "");  // the error is the line, which the supervisor prints
+  EXPECT_EQ(r.error().message.find('\n'), std::string::npos) << r.error().message;
+  EXPECT_EQ(again.error().message, r.error().message);
+  EXPECT_EQ(err.find("tok-123456789"), std::string::npos) << err;
+}
+
+TEST(SlurmBackendStop, AForbiddenCancelIsOneLineToo) {
+  Rig rig;
+  JobRecord job = test_job();
+  job.backend_id = "20";
+  rig.http->handler = [&](const http::Request&) -> Result<http::Response> {
+    return reply(403, "Forbidden");
+  };
+  ::testing::internal::CaptureStderr();
+  auto r = rig.backend->kill(job);
+  std::string err = ::testing::internal::GetCapturedStderr();
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message.find("token rejected (HTTP 403)"), std::string::npos)
+      << r.error().message;
+  EXPECT_EQ(err, "");
+  // One DELETE, no retries of it.
+  EXPECT_LE(rig.http->count("DELETE", "/job/20"), 1);
+}
+
+// What Slurm 22.05 really answers once a JWT has expired (measured on the dev cluster): HTTP 500
+// with "Unspecified error" (-1) for a GET and "Zero Bytes were transmitted or received" (5005),
+// which otherwise reads as an outage, for a DELETE. The token's own exp tells them apart.
+constexpr const char* kExpiredJwt =
+    "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9."
+    "eyJleHAiOjEwMDAwMDAwMDAsImlhdCI6OTk5OTk5MDAwLCJzdW4iOiJhbGljZSJ9.c2lnbmF0dXJl";
+constexpr const char* kLiveJwt =
+    "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJleHAiOjQxMDI0NDQ4MDAsInN1biI6ImFsaWNlIn0.c2ln";
+
+std::string slurm_error(int code, const std::string& words) {
+  return nlohmann::json{{"errors", {{{"error_number", code}, {"error", words}}}}}.dump();
+}
+
+TEST(SlurmJwt, ExpiryIsReadFromTheTokensClaims) {
+  EXPECT_EQ(jwt_expiry(kExpiredJwt), 1000000000.0);
+  EXPECT_EQ(jwt_expiry(kLiveJwt), 4102444800.0);
+  EXPECT_FALSE(jwt_expiry("tok-123456789"));
+  EXPECT_FALSE(jwt_expiry("a.b.c"));
+  EXPECT_FALSE(jwt_expiry("eyJhbGciOiJIUzI1NiJ9.e30.x"));  // {} : no exp
+}
+
+TEST(SlurmBackendStop, AnExpiredTokenEndsTheCancelAtOnceThoughSlurmSaysOutage) {
+  auto http = std::make_shared<FakeHttp::State>();
+  auto backend = make_slurm_backend(
+      fake_client(http, settings_for("http://127.0.0.1:6820", kExpiredJwt, "alice")),
+      fast_timing());
+  JobRecord job = test_job();
+  job.backend_id = "21";
+  http->handler = [&](const http::Request& r) -> Result<http::Response> {
+    if (r.method == "GET") return reply(500, slurm_error(-1, "Unspecified error"));
+    return reply(500, slurm_error(5005, "Zero Bytes were transmitted or received"));
+  };
+  ::testing::internal::CaptureStderr();
+  auto t0 = Clock::now();
+  auto r = backend->kill(job);
+  auto took = Clock::now() - t0;
+  std::string err = ::testing::internal::GetCapturedStderr();
+  ASSERT_FALSE(r.ok());
+  EXPECT_FALSE(r.error().retryable());
+  EXPECT_NE(r.error().message.find("slurm: token rejected (HTTP 500)"), std::string::npos)
+      << r.error().message;
+  EXPECT_NE(r.error().message.find("expired at 2001-09-09 01:46:40 UTC"), std::string::npos)
+      << r.error().message;
+  EXPECT_LT(took, milliseconds(100)) << "retried an expired token (lost_after is 400 ms here)";
+  EXPECT_EQ(err, "");
+  EXPECT_EQ(err.find(kExpiredJwt), std::string::npos) << err;
+  EXPECT_EQ(http->count("DELETE", "/job/21"), 1);
+}
+
+// The same answers with a token that has not expired are an outage, retried as before.
+TEST(SlurmBackendStop, ALiveTokenWithTheSameAnswersIsStillRetried) {
+  auto http = std::make_shared<FakeHttp::State>();
+  auto backend = make_slurm_backend(
+      fake_client(http, settings_for("http://127.0.0.1:6820", kLiveJwt, "alice")), fast_timing());
+  JobRecord job = test_job();
+  job.backend_id = "22";
+  http->handler = [&](const http::Request&) -> Result<http::Response> {
+    return reply(500, slurm_error(5005, "Zero Bytes were transmitted or received"));
+  };
+  auto t0 = Clock::now();
+  auto r = backend->kill(job);
+  ASSERT_FALSE(r.ok());
+  EXPECT_TRUE(r.error().retryable());
+  EXPECT_GE(Clock::now() - t0, milliseconds(400));
+  EXPECT_EQ(r.error().message.find("token rejected"), std::string::npos) << r.error().message;
 }
 
 TEST(SlurmBackendSubmit, NeverSubmitsAgainBeforeSlurmAnswersTheLookup) {

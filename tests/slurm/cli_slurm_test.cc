@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -13,6 +14,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <thread>
 
 #include "billing/catalog.h"
 #include "cluster.h"
@@ -46,11 +48,18 @@ class Nodus {
             {"NO_COLOR", "1"}};
   }
   void set(const std::string& k, const std::string& v) { env_[k] = v; }
+  // The largest file nodus may write (RLIMIT_FSIZE; SIGXFSZ beyond): a flood fails the test
+  // instead of filling the disk.
+  void limit_file_size(rlim_t bytes) { fsize_limit_ = bytes; }
 
   // Starts nodus with `args`; its stdout and stderr go to files in the test's folder.
   pid_t start(const std::vector<std::string>& args) const {
     pid_t pid = fork();
     if (pid == 0) {
+      if (fsize_limit_ > 0) {
+        rlimit limit{fsize_limit_, fsize_limit_};
+        setrlimit(RLIMIT_FSIZE, &limit);
+      }
       for (const auto& [k, v] : env_) setenv(k.c_str(), v.c_str(), 1);
       if (!env_.count("SLURM_JWT")) unsetenv("SLURM_JWT");
       if (chdir(dir_.path().c_str()) != 0) _exit(126);
@@ -67,6 +76,31 @@ class Nodus {
       _exit(127);
     }
     return pid;
+  }
+
+  // As run(), but a nodus still running after `limit_s` is killed and rc is -1: a hang fails
+  // the test instead of stalling it.
+  CliResult run_within(const std::vector<std::string>& args, double limit_s) const {
+    auto t0 = std::chrono::steady_clock::now();
+    pid_t pid = start(args);
+    int status = 0;
+    CliResult r;
+    for (;;) {
+      if (waitpid(pid, &status, WNOHANG) == pid) {
+        r.rc = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+        break;
+      }
+      if (std::chrono::steady_clock::now() - t0 > std::chrono::duration<double>(limit_s)) {
+        kill(pid, SIGKILL);
+        waitpid(pid, nullptr, 0);
+        break;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    r.out = slurp(out_path());
+    r.err = slurp(err_path());
+    return r;
   }
 
   CliResult run(const std::vector<std::string>& args) const {
@@ -94,6 +128,7 @@ class Nodus {
  private:
   const JobDir& dir_;
   std::map<std::string, std::string> env_;
+  rlim_t fsize_limit_ = 0;
 };
 
 TEST(SlurmCli, RunReturnsTheJobsExitCodeAndOutput) {
@@ -268,6 +303,117 @@ TEST(SlurmCli, TokenNeverShowsInOutputOrTheStore) {
   auto bad = nodus.run({"run", "--", "true"});
   EXPECT_EQ(bad.rc, 125);
   EXPECT_EQ(bad.err.find(token), std::string::npos) << bad.err;
+}
+
+// Issue 30, item 4: `sweep -d --rate 36` stored the catalog's rate, so the node's enforcer was
+// armed for a deadline 13.8x too late. The stored rate is the flag's in every mode.
+TEST(SlurmCli, TheRateFlagIsTheStoredRateInEveryMode) {
+  REQUIRE_SLURM_CLUSTER();
+  JobDir dir;
+  Nodus nodus(dir);
+  ASSERT_NE((*billing::Catalog::builtin().lookup("H100"))->usd_per_gpu_hour, 36);
+  const std::vector<std::string> rate = {"--gpu", "H100", "--rate", "36", "--max-cost", "0.15"};
+  auto with = [&](std::vector<std::string> head, std::vector<std::string> tail) {
+    head.insert(head.end(), rate.begin(), rate.end());
+    head.insert(head.end(), tail.begin(), tail.end());
+    return head;
+  };
+  auto first_line = [](const std::string& s) { return s.substr(0, s.find('\n')); };
+  ASSERT_EQ(nodus.run(with({"run"}, {"--", "true"})).rc, 0);
+  auto detached = nodus.run(with({"run", "-d"}, {"--", "true"}));
+  ASSERT_EQ(detached.rc, 0) << detached.err;
+  ASSERT_EQ(nodus.run({"wait", first_line(detached.out)}).rc, 0);
+  ASSERT_EQ(nodus.run(with({"sweep"}, {"--budget", "0.20", "-p", "x=1", "--", "true"})).rc, 0);
+  auto sweep_d = nodus.run(with({"sweep", "-d"}, {"--budget", "0.20", "-p", "x=1", "--", "true"}));
+  ASSERT_EQ(sweep_d.rc, 0) << sweep_d.err;
+  auto waited = nodus.run({"wait", first_line(sweep_d.out)});
+  ASSERT_EQ(waited.rc, 0) << waited.err;
+  const char* modes[] = {"run", "run -d", "sweep", "sweep -d"};
+  for (int id = 1; id <= 4; ++id) {
+    auto job = nodus.show(std::to_string(id));
+    EXPECT_EQ(job["backend"], "slurm");
+    EXPECT_EQ(job["usd_per_gpu_hour"], 36) << modes[id - 1];
+  }
+}
+
+// Issue 30, item 7: a token that expires while the job runs. Slurm 22.05 answers it with HTTP 500
+// (not 401), which nodus once took for an outage and retried with for 33 minutes, deaf to
+// SIGTERM. Now nodus says so in one line and returns, and the node's enforcer ends the job at
+// its deadline.
+TEST(SlurmCli, AnExpiredTokenEndsNodusAtOnceAndTheNodeStopsTheJob) {
+  REQUIRE_SLURM_CLUSTER();
+  JobDir dir;
+  Nodus nodus(dir);
+  nodus.set("NODUS_SLURM_URL", cluster().tcp_url);
+  nodus.set("NODUS_SLURM_USER", cluster().user);
+  nodus.set("SLURM_JWT", cluster().token(cluster().user, 4));
+  auto r = nodus.run_within({"run", "--timeout", "20s", "--", "sleep", "120"}, 90);
+  ASSERT_NE(r.rc, -1) << "nodus kept retrying with the expired token";
+  EXPECT_EQ(r.rc, 125) << r.err;
+  EXPECT_LT(r.seconds, 15) << r.err;
+  std::istringstream err_lines(r.err);
+  std::string line;
+  int rejected = 0;
+  while (std::getline(err_lines, line))
+    if (line.rfind("nodus: kill failed: slurm: token rejected (HTTP 500)", 0) == 0) ++rejected;
+  EXPECT_EQ(rejected, 1) << r.err;
+  EXPECT_NE(r.err.find("leaving the job to the node's enforcer"), std::string::npos) << r.err;
+  // The store names the Slurm job; over the socket (no token) Slurm says how it ended.
+  nodus.set("NODUS_SLURM_URL", cluster().socket_url);
+  nodus.set("SLURM_JWT", "");
+  auto job = nodus.show("1");
+  int64_t id = std::stoll(job["backend_id"].get<std::string>());
+  auto rest = cluster_client(cluster_settings(dir));
+  auto ended = poll_until(
+      *rest, id, [](const SlurmJob& j) { return phase_of(j.state) == Phase::kFinal; }, 60);
+  ASSERT_TRUE(ended) << "the job outlived its deadline";
+  EXPECT_LE(ended->end_time - ended->start_time, 20 + 3) << "the node's enforcer missed it";
+}
+
+// Issue 30, item 6: the output file is the job's, and it can swap it. A FIFO in its place: the
+// attached run still ends at its timeout (nodus never waits in open() for a writer) and `nodus
+// logs` answers at once, in one line. A symlink to /dev/zero: nodus does not follow it (it once
+// wrote 91.7 GB to its stdout in 43 s).
+const char* kSwapOutput =
+    "out=$(readlink /proc/$$/fd/1); echo started; rm -f \"$out\"; %s \"$out\"; sleep 60";
+
+std::string swap_output(const char* how) {
+  char script[256];
+  std::snprintf(script, sizeof script, kSwapOutput, how);
+  return script;
+}
+
+TEST(SlurmCli, AFifoInPlaceOfTheOutputBlocksNothing) {
+  REQUIRE_SLURM_CLUSTER();
+  JobDir dir;
+  Nodus nodus(dir);
+  auto r =
+      nodus.run_within({"run", "--timeout", "6s", "--", "bash", "-c", swap_output("mkfifo")}, 40);
+  ASSERT_NE(r.rc, -1) << "nodus blocked on the FIFO the job put in place of its output";
+  EXPECT_EQ(r.rc, 124) << r.err;
+  EXPECT_LT(r.seconds, 6 + 10);
+  EXPECT_NE(r.err.find("is a FIFO: not read"), std::string::npos) << r.err;
+  auto logs = nodus.run_within({"logs", "1"}, 10);
+  ASSERT_NE(logs.rc, -1) << "nodus logs blocked on the FIFO";
+  EXPECT_EQ(logs.rc, 125) << logs.err;
+  EXPECT_NE(logs.err.find("is a FIFO"), std::string::npos) << logs.err;
+  EXPECT_EQ(std::count(logs.err.begin(), logs.err.end(), '\n'), 1) << logs.err;
+}
+
+TEST(SlurmCli, ASymlinkToDevZeroInPlaceOfTheOutputIsNotRead) {
+  REQUIRE_SLURM_CLUSTER();
+  JobDir dir;
+  Nodus nodus(dir);
+  nodus.limit_file_size(256 << 20);
+  auto r = nodus.run_within(
+      {"run", "--timeout", "6s", "--", "bash", "-c", swap_output("ln -s /dev/zero")}, 40);
+  ASSERT_NE(r.rc, -1) << "nodus did not end";
+  EXPECT_EQ(r.rc, 124) << r.err;  // 128 + SIGXFSZ: it flooded its stdout
+  EXPECT_LT(r.out.size(), 4096u);
+  EXPECT_NE(r.err.find("is a symbolic link: not read"), std::string::npos) << r.err;
+  auto logs = nodus.run_within({"logs", "1"}, 10);
+  EXPECT_EQ(logs.rc, 125) << logs.err;
+  EXPECT_LT(logs.out.size(), 4096u);
 }
 
 }  // namespace
