@@ -35,8 +35,10 @@ using Clock = std::chrono::steady_clock;
 constexpr auto kEngineProbeTimeout = std::chrono::seconds(5);
 constexpr auto kKillLimit = std::chrono::seconds(60);
 // What is left in the pipes when the main process exits is read without waiting for more:
-// descendants may keep them open and keep writing.
-constexpr auto kDrainTime = std::chrono::milliseconds(200);
+// descendants may keep them open and keep writing. The bound is in bytes first; the time bound
+// only stops a descendant that keeps them full, and is long enough that a loaded machine does
+// not lose the job's last lines (its final figures, its error), which are what is left there.
+constexpr auto kDrainTime = std::chrono::seconds(2);
 constexpr size_t kDrainBytes = 16u << 20;
 
 struct LocalJob {
