@@ -46,8 +46,8 @@ struct RunCommand {
              (job.rate_per_gpu_hour > 0 ? ", billed " + format_usd(job.rate_per_gpu_hour) + "/hour"
                                         : ", not billed") +
              "\n";
-    const auto grace = std::chrono::milliseconds(job.grace_ms);
-    if (auto plan = engine::plan_stop(job)) {
+    const auto plan = engine::plan_stop(job);
+    if (plan) {
       const char* what = plan->reason == JobState::kTimeout ? "--timeout" : "--max-cost";
       char buf[160];
       std::snprintf(buf, sizeof buf, "  stop: %s, SIGTERM at %.1f s, SIGKILL at %.1f s\n", what,
@@ -60,7 +60,7 @@ struct RunCommand {
                                          job.timeout_ms, job.grace_ms);
     out += "  worst case: " + (worst ? format_usd(*worst) : std::string("unbounded")) + "\n";
     std::fputs(out.c_str(), stdout);
-    if (auto warning = engine::plan_warning(engine::plan_stop(job), grace))
+    if (auto warning = engine::plan_warning(plan, std::chrono::milliseconds(job.grace_ms)))
       std::fprintf(stderr, "nodus: %s\n", warning->c_str());
     return 0;
   }

@@ -270,7 +270,6 @@ std::string SweepRunner::run(store::SweepRecord& sweep, std::vector<PlannedCell>
   // A loser stopped early did what was asked of it: it does not fail the sweep.
   for (const auto& c : cells)
     states.push_back(c.done || c.stopped_early ? JobState::kCompleted : c.job.state);
-  if (scheduler.stopped() && stop == SweepStop::kNone) stop = SweepStop::kInterrupted;
   return sweep_outcome(stop, scheduler.skipped_for_budget(), states);
 }
 

@@ -49,7 +49,7 @@ constexpr Column plain(const char* name) {
 thread_local std::string damaged_columns;
 
 template <typename T>
-T json_column(const Stmt& s, int c, JobRecord& j, const char* name, T empty = T()) {
+T json_column(const Stmt& s, int c, const char* name, T empty = T()) {
   auto v = parse_untrusted_json(s.text(c));
   const char* why = "not JSON";
   if (!v.is_discarded()) {
@@ -59,7 +59,6 @@ T json_column(const Stmt& s, int c, JobRecord& j, const char* name, T empty = T(
       why = "JSON of the wrong shape";
     }
   }
-  (void)j;
   damaged_columns += std::string(damaged_columns.empty() ? "" : "; ") + "the store's " + name +
                      " of this job is unreadable (" + why + "): shown empty";
   return empty;
@@ -77,11 +76,11 @@ const Column kColumns[] = {
        s.bind(i, dump(nlohmann::json(redact_argv(j.argv))));
      },
      [](Db& db, const Stmt& s, int c, JobRecord& j) {
-       j.argv = json_column<std::vector<std::string>>(s, c, j, "argv");
+       j.argv = json_column<std::vector<std::string>>(s, c, "argv");
      }},
     {"env", [](Stmt& s, int i, const JobRecord& j) { s.bind(i, dump(stored_env(j.env))); },
      [](Db& db, const Stmt& s, int c, JobRecord& j) {
-       j.env = json_column<std::map<std::string, std::string>>(s, c, j, "env");
+       j.env = json_column<std::map<std::string, std::string>>(s, c, "env");
      }},
     plain<&JobRecord::workdir>("workdir"),
     plain<&JobRecord::image>("image"),
@@ -97,7 +96,7 @@ const Column kColumns[] = {
     plain<&JobRecord::grace_ms>("grace_ms"),
     {"options", [](Stmt& s, int i, const JobRecord& j) { s.bind(i, dump(j.options)); },
      [](Db& db, const Stmt& s, int c, JobRecord& j) {
-       j.options = json_column<nlohmann::json>(s, c, j, "options", nlohmann::json::object());
+       j.options = json_column<nlohmann::json>(s, c, "options", nlohmann::json::object());
      }},
     {"state", [](Stmt& s, int i, const JobRecord& j) { s.bind(i, to_string(j.state)); },
      [](Db& db, const Stmt& s, int c, JobRecord& j) {
@@ -124,7 +123,7 @@ const Column kColumns[] = {
     plain<&JobRecord::cell_key>("cell_key"),
     {"params", [](Stmt& s, int i, const JobRecord& j) { s.bind(i, dump(j.params)); },
      [](Db&, const Stmt& s, int c, JobRecord& j) {
-       j.params = json_column<nlohmann::json>(s, c, j, "params", nlohmann::json::object());
+       j.params = json_column<nlohmann::json>(s, c, "params", nlohmann::json::object());
      }},
 };
 constexpr size_t kColumnCount = std::size(kColumns);

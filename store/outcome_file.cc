@@ -51,13 +51,11 @@ bool write_outcome_file(int fd, const JobRecord& job) {
 
 std::optional<KeptOutcome> read_outcome_file(const std::string& log_path, int64_t job_id) {
   if (log_path.empty()) return std::nullopt;
-  int fd = ::open(outcome_path(log_path).c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-  if (fd < 0) return std::nullopt;
-  struct stat st {};
+  auto fd = open_job_file(outcome_path(log_path));
+  if (!fd.ok() || *fd < 0) return std::nullopt;
   std::string text(kReserved, '\0');
-  ssize_t n = -1;
-  if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) n = ::pread(fd, text.data(), text.size(), 0);
-  ::close(fd);
+  ssize_t n = ::pread(*fd, text.data(), text.size(), 0);
+  ::close(*fd);
   if (n <= 0) return std::nullopt;
   text.resize(static_cast<size_t>(n));
   // The file is the job's to replace (it runs as this user): read as untrusted, checked for

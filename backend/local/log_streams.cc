@@ -8,6 +8,8 @@
 #include <cstdio>
 #include <cstring>
 
+#include "core/files.h"
+
 namespace nodus::backend::local {
 namespace {
 
@@ -74,11 +76,11 @@ namespace nodus::backend::local {
 
 LogGap read_log_gap(const std::string& log_path) {
   LogGap gap;
-  int fd = ::open(log_gap_path(log_path).c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-  if (fd < 0) return gap;
+  auto fd = open_job_file(log_gap_path(log_path));
+  if (!fd.ok() || *fd < 0) return gap;
   char buf[64] = {};
-  ssize_t n = ::pread(fd, buf, sizeof buf - 1, 0);
-  ::close(fd);
+  ssize_t n = ::pread(*fd, buf, sizeof buf - 1, 0);
+  ::close(*fd);
   unsigned long long begin = 0, end = 0;
   if (n > 0 && std::sscanf(buf, "%llu %llu", &begin, &end) == 2 && end > begin) {
     gap.begin = begin;

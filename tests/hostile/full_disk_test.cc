@@ -15,11 +15,6 @@
 namespace nodus::testing {
 namespace {
 
-bool can_mount() {
-  if (geteuid() != 0) return false;
-  return std::system("unshare -m sh -c 'mount -t tmpfs none /mnt' >/dev/null 2>&1") == 0;
-}
-
 // In a mount namespace: NODUS_HOME=$H/full/home on a small tmpfs; one job to create the store,
 // then JOB (nodus run arguments) started in the background. Once its command has touched
 // $H/started the disk is filled, then $H/filled is touched so the job goes on to its end.

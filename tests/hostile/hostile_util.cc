@@ -195,4 +195,9 @@ bool cgroups_available() {
   return !job_cgroup(show_json(home, "1")).empty();
 }
 
+bool can_mount() {
+  if (geteuid() != 0) return false;
+  return std::system("unshare -m sh -c 'mount -t tmpfs none /mnt' >/dev/null 2>&1") == 0;
+}
+
 }  // namespace nodus::testing

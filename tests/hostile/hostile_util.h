@@ -51,4 +51,8 @@ std::string unique_marker(const std::string& prefix);
 // True when this machine gives local jobs a cgroup (what nodus show says for a trivial job).
 bool cgroups_available();
 
+// True when this process may make mount namespaces and mount in them (root, as CI runs): the
+// read-only and full-disk tests mount their NODUS_HOME in one of their own.
+bool can_mount();
+
 }  // namespace nodus::testing

@@ -22,11 +22,6 @@ RunResult read_only(const NodusHome& home, const std::string& script) {
                      {{"H", home.path()}, {"N", NODUS_BIN}});
 }
 
-bool can_mount() {
-  if (geteuid() != 0) return false;
-  return std::system("unshare -m sh -c 'mount -t tmpfs none /mnt' >/dev/null 2>&1") == 0;
-}
-
 TEST(ReadOnlyStore, ListingsShowWhatItHoldsAndRunRefuses) {
   if (!can_mount()) GTEST_SKIP() << "needs root and mount namespaces";
   NodusHome home;
