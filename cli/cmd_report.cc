@@ -81,7 +81,8 @@ report::Cell cell_of(store::Store& store, const JobRecord& job, const sweep::Cel
   report::Cell c;
   for (const auto& p : r.params) c.params.emplace_back(p.name, p.value);
   c.label = r.params.empty() ? "job " + std::to_string(job.id) : sweep::cell_label(r.params);
-  c.status = r.state;
+  // Marked as in the table: its rates are warm-up's and no best cell is drawn from them.
+  c.status = r.unsteady.empty() ? r.state : r.state + " (warm-up only)";
   c.wall_s = r.wall_s;
   c.cost_usd = r.cost;
   c.throughput = r.throughput;

@@ -8,6 +8,7 @@
 #include "backend/backend.h"
 #include "cli/args.h"
 #include "cli/common.h"
+#include "cli/job_views.h"
 #include "cli/live_status.h"
 #include "cli/spec_file.h"
 #include "core/config.h"
@@ -106,13 +107,7 @@ struct RunCommand {
     LiveStatus status(job, !std::getenv("CI"));
     int rc = supervisor.run(job, run);
     status.stop();
-    std::fprintf(
-        stderr, "nodus: job %lld %s after %s, cost %s%s\n", static_cast<long long>(job.id),
-        std::string(to_string(job.state)).c_str(),
-        format_duration(Millis(static_cast<long long>(
-                            1000 * (job.ended_at.value_or(0) - job.started_at.value_or(0)))))
-            .c_str(),
-        format_usd(job.cost).c_str(), job.note.empty() ? "" : (" (" + job.note + ")").c_str());
+    std::fprintf(stderr, "nodus: %s\n", end_of_job_line(job).c_str());
     return rc;
   }
 

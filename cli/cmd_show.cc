@@ -40,6 +40,7 @@ void print_job(store::Store& store, const JobRecord& job, Format format) {
   if (job.gpu_count) row("rate", format_usd(job.rate_per_gpu_hour) + "/GPU-hour");
   row("max cost", opt_usd(job.max_cost));
   row("timeout", job.timeout_ms ? format_duration(Millis(*job.timeout_ms)) : "-");
+  if (std::string stop = stop_text(job); !stop.empty()) row("stop", stop);
   row("wall", job.started_at
                   ? format_duration(Millis(static_cast<long long>(wall_seconds(job) * 1000)))
                   : "-");
@@ -86,10 +87,15 @@ void print_job(store::Store& store, const JobRecord& job, Format format) {
     if (s.data_wait_share)
       row("data wait",
           telemetry::format_percent(100 * *s.data_wait_share) + source("data_wait_source"));
-    if (v.contains("throughput"))
-      row("throughput", std::to_string(v["throughput"].get<double>()) + " " +
+    if (v.contains("throughput") && v["throughput"].is_number()) {
+      // As the sweep table prints it: 8400, 43.6, 4.37.
+      double tp = v["throughput"].get<double>();
+      char buf[64];
+      std::snprintf(buf, sizeof buf, "%.*f", tp >= 100 ? 0 : tp >= 10 ? 1 : 2, tp);
+      row("throughput", std::string(buf) + " " +
                             v.value("throughput_metric", std::string("samples_per_sec")) +
                             source("throughput_source"));
+    }
     if (v.contains("metrics_note")) row("metrics", v["metrics_note"].get<std::string>());
     if (v.contains("loaders") && v["loaders"].is_array()) {
       std::string driver = v.value("loader_driver", std::string());

@@ -22,6 +22,7 @@ struct SweepsCommand {
              {"cells", "CELLS", true},
              {"completed", "DONE", true},
              {"failed", "FAILED", true},
+             {"stopped", "STOPPED", true},
              {"cost_usd", "COST", true},
              {"budget_usd", "BUDGET", true},
              {"created_at", "CREATED"},
@@ -32,11 +33,17 @@ struct SweepsCommand {
         store->update_sweep(s);
       }
       auto cells = store->sweep_cells(s.id);
-      int completed = 0, failed = 0;
+      // As sacct keeps COMPLETED, FAILED and CANCELLED/TIMEOUT apart: a cell a limit or a user
+      // stopped did not fail.
+      int completed = 0, failed = 0, stopped = 0;
       double cost = 0;
       for (const auto& c : cells) {
         completed += c.state == JobState::kCompleted;
-        failed += is_final(c.state) && c.state != JobState::kCompleted;
+        failed += c.state == JobState::kFailed || c.state == JobState::kLost ||
+                  c.state == JobState::kTampered;
+        stopped += is_final(c.state) && c.state != JobState::kCompleted &&
+                   c.state != JobState::kFailed && c.state != JobState::kLost &&
+                   c.state != JobState::kTampered;
         cost += c.cost;
       }
       cost = store->sweep_spent(s.id);  // every attempt of every cell, not only the newest
@@ -45,13 +52,15 @@ struct SweepsCommand {
       if (cmd.size() > 48) cmd = cmd.substr(0, 45) + "...";
       t.add_row({"s" + std::to_string(s.id), s.name.empty() ? "-" : s.name, s.state,
                  std::to_string(total), std::to_string(completed), std::to_string(failed),
-                 format_usd(cost), s.budget ? format_usd(*s.budget) : "-", ago(s.created_at), cmd},
+                 std::to_string(stopped), format_usd(cost), s.budget ? format_usd(*s.budget) : "-",
+                 ago(s.created_at), cmd},
                 {{"id", "s" + std::to_string(s.id)},
                  {"name", or_null(s.name)},
                  {"state", s.state},
                  {"cells", total},
                  {"completed", completed},
                  {"failed", failed},
+                 {"stopped", stopped},
                  {"cost_usd", cost},
                  {"budget_usd", s.budget ? nlohmann::json(*s.budget) : nlohmann::json()},
                  {"created_at", s.created_at},

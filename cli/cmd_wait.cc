@@ -9,7 +9,10 @@
 
 #include "cli/args.h"
 #include "cli/common.h"
+#include "cli/job_views.h"
+#include "cli/live_status.h"
 #include "cli/sweep_command.h"
+#include "cli/sweep_results.h"
 #include "cli/sweep_views.h"
 #include "core/error.h"
 #include "core/text.h"
@@ -34,15 +37,22 @@ struct WaitCommand {
     if (is_sweep_id(id) || (!store->find_job(id) && store->find_sweep(id)))
       return wait_sweep(*store);
     JobRecord job = find_job_or_throw(*store, id);
-    for (;;) {
+    for (bool said = false;; said = true) {
       engine::reconcile(*store);
       auto now = store->job(job.id);
       if (now && is_final(now->state)) {
-        std::fprintf(stderr, "nodus: job %lld %s, cost %s\n", static_cast<long long>(now->id),
-                     std::string(to_string(now->state)).c_str(), format_usd(now->cost).c_str());
+        std::fprintf(stderr, "nodus: %s\n", end_of_job_line(*now).c_str());
         if (now->state == JobState::kCompleted) return 0;
         return now->exit_code.value_or(1);
       }
+      // What it waits for, once: the job as the live view shows it.
+      if (!said && now)
+        std::fprintf(stderr, "nodus: waiting for %s\n",
+                     now->started_at
+                         ? status_text(*now, std::max(0.0, unix_now() - *now->started_at)).c_str()
+                         : ("job " + std::to_string(now->id) + " (" +
+                            std::string(to_string(now->state)) + ")")
+                               .c_str());
       poll(nullptr, 0, 200);
     }
   }
@@ -50,8 +60,17 @@ struct WaitCommand {
   int wait_sweep(store::Store& store) const {
     auto sweep = store.find_sweep(id);
     if (!sweep) throw Fatal("unknown sweep '" + escape_control(id) + "': see nodus sweeps");
-    for (int dead_checks = 0;;) {
+    for (int dead_checks = 0, polls = 0;; ++polls) {
       auto now = store.sweep(sweep->id);
+      if (polls == 0 && (now->state == "running" || now->state == "starting")) {
+        SweepResults results = load_sweep_results(store, *now);
+        size_t ended = 0;
+        for (const auto& job : results.jobs) ended += job && is_final(job->state);
+        std::fprintf(stderr,
+                     "nodus: waiting for sweep %s (%s): %zu of %zu cells ended, %s so far\n",
+                     sweep_label(*now).c_str(), now->state.c_str(), ended, results.cells.size(),
+                     format_usd(store.sweep_spent(now->id)).c_str());
+      }
       if (now->state != "running" && now->state != "starting") {
         std::fprintf(stderr, "nodus: sweep %s %s, total %s\n", sweep_label(*now).c_str(),
                      now->state.c_str(), format_usd(store.sweep_spent(now->id)).c_str());

@@ -1,8 +1,10 @@
 #include "cli/job_views.h"
 
+#include "billing/catalog.h"
 #include "cli/common.h"
 #include "core/cost.h"
 #include "core/parse.h"
+#include "engine/deadlines.h"
 
 namespace nodus::cli {
 
@@ -21,6 +23,104 @@ std::string gpu_label(const JobRecord& job) {
     s += "]";
   }
   return s;
+}
+
+namespace {
+std::string seconds_text(double s) {
+  return format_duration(Millis(std::llround(std::max(0.0, s) * 1000)));
+}
+}  // namespace
+
+std::optional<StopMoments> stop_moments(const JobRecord& job) {
+  auto plan = engine::plan_stop(job);
+  if (!plan) return std::nullopt;
+  StopMoments m;
+  m.term_s = plan->term_after.count();
+  m.kill_s = plan->kill_after.count();
+  std::string grace = format_duration(Millis(job.grace_ms)) + " grace";
+  if (plan->reason == JobState::kTimeout) {
+    m.limit = "timeout " + seconds_text(m.term_s) + ", then " + grace;
+  } else {
+    bool budget = plan->reason == JobState::kBudget;
+    auto cap = budget ? engine::budget_cap_of(job) : job.max_cost;
+    double at = cap ? billing::cap_seconds(*cap, job.gpu_count, job.rate_per_gpu_hour) : m.kill_s;
+    m.limit = std::string(budget ? "budget share " : "cap ") + (cap ? format_usd(*cap) : "") +
+              " at " + seconds_text(std::min(at, engine::kFarthestDeadline.count())) + ", " + grace;
+  }
+  return m;
+}
+
+std::string countdown_text(const JobRecord& job, double elapsed) {
+  auto m = stop_moments(job);
+  if (!m) return "";
+  if (elapsed < m->term_s)
+    return "SIGTERM in " + seconds_text(m->term_s - elapsed) + " (" + m->limit + ")";
+  if (elapsed < m->kill_s)
+    return "SIGKILL in " + seconds_text(m->kill_s - elapsed) + " (" + m->limit + ")";
+  return "";
+}
+
+std::string stop_text(const JobRecord& job) {
+  auto m = stop_moments(job);
+  if (!m || !job.started_at) return "";
+  bool planned = !is_final(job.state);
+  bool stopped_by_it = job.state == JobState::kTimeout || job.state == JobState::kCostCap ||
+                       job.state == JobState::kBudget;
+  if (!planned && !stopped_by_it) return "";
+  auto cost_at = [&](double s) {
+    return format_usd(cost_usd(job.gpu_count, job.rate_per_gpu_hour, s));
+  };
+  auto moment = [&](const char* signal, double s, bool sent) {
+    return std::string(signal) + (sent ? " at " : " due at ") + seconds_text(s) +
+           (job.rate_per_gpu_hour > 0 ? " (" + cost_at(s) + ")" : "");
+  };
+  if (planned)
+    return moment("SIGTERM", m->term_s, false) + ", " + moment("SIGKILL", m->kill_s, false) + ": " +
+           m->limit;
+  double wall = wall_seconds(job);
+  // The job may end between the two: SIGKILL was then not needed.
+  bool killed = wall + 0.05 >= m->kill_s;
+  std::string out = moment("SIGTERM", m->term_s, true) + ", ";
+  if (m->kill_s <= m->term_s)
+    out = moment("SIGKILL", m->kill_s, true);
+  else
+    out += killed ? moment("SIGKILL", m->kill_s, true)
+                  : "SIGKILL was due at " + seconds_text(m->kill_s) + ", not needed";
+  return out + ": " + m->limit + "; it ended at " + seconds_text(wall);
+}
+
+std::string end_of_job_line(const JobRecord& job) {
+  const std::string id = std::to_string(job.id);
+  std::string out = "job " + id + " " + std::string(to_string(job.state));
+  if (job.state == JobState::kFailed && job.exit_code)
+    out += " (exit " + std::to_string(*job.exit_code) + ")";
+  double wall =
+      job.started_at ? std::max(0.0, job.ended_at.value_or(unix_now()) - *job.started_at) : 0.0;
+  out += " after " + format_duration(Millis(std::llround(wall * 1000))) + ", cost " +
+         format_usd(job.cost);
+  // Of the note, what bears on the bill; the rest was said as it happened, or is plumbing.
+  for (size_t at = 0; at < job.note.size();) {
+    size_t end = job.note.find("; ", at);
+    std::string part = job.note.substr(at, end == std::string::npos ? std::string::npos : end - at);
+    if (part.rfind("billed ", 0) == 0) out += " (" + part + ")";
+    at = end == std::string::npos ? job.note.size() : end + 2;
+  }
+  switch (job.state) {
+    case JobState::kCompleted:
+      return out + "; details: nodus show " + id;
+    case JobState::kFailed:
+    case JobState::kLost:
+    case JobState::kTampered:
+      return out + "; its output: nodus logs " + id;
+    default:
+      return out + "; when and why it stopped: nodus show " + id;
+  }
+}
+
+static nlohmann::json stop_plan_json(const JobRecord& job) {
+  auto m = stop_moments(job);
+  if (!m) return nullptr;
+  return {{"limit", m->limit}, {"term_s", m->term_s}, {"kill_s", m->kill_s}};
 }
 
 static double live_cost(const JobRecord& job) {
@@ -53,6 +153,7 @@ nlohmann::json job_json(const JobRecord& job) {
       {"max_cost_usd", opt(job.max_cost)},
       {"timeout_s", job.timeout_ms ? nlohmann::json(*job.timeout_ms / 1000.0) : nlohmann::json()},
       {"grace_s", job.grace_ms / 1000.0},
+      {"stop_plan", stop_plan_json(job)},
       {"exit_code", opt(job.exit_code)},
       {"signal", opt(job.signal)},
       {"created_at", job.created_at},

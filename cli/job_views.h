@@ -15,4 +15,23 @@ nlohmann::json stats_json(const nlohmann::json& stored);
 std::string gpu_label(const JobRecord& job);  // "2 x H100-SXM [0,1]" or "-"
 double wall_seconds(const JobRecord& job);    // start to end (or now), 0 if never started
 
+// The limit that stops the job first, as it will be carried out (engine/deadlines.h): "cap
+// $0.0035 at 13.8s, 10.0s grace" (SIGTERM goes out the grace before the cap), "timeout 1m00s,
+// then 10.0s grace"; nullopt when nothing stops it.
+struct StopMoments {
+  std::string limit;
+  double term_s = 0, kill_s = 0;  // since the job started
+};
+std::optional<StopMoments> stop_moments(const JobRecord& job);
+// The next thing the caps will do, for a live view: "SIGTERM in 3.7s (cap $0.0035 at 13.8s,
+// 10.0s grace)", "SIGKILL in 9.1s (...)", or "" when nothing is due.
+std::string countdown_text(const JobRecord& job, double elapsed);
+// For `show` of a job its limit stopped (timeout, cost-cap, budget) or will stop: when SIGTERM
+// and SIGKILL went out (or are due) and what the job had cost at each; "" for other jobs.
+std::string stop_text(const JobRecord& job);
+// The line `run` ends with: "job 3 failed (exit 2) after 1.2s, cost $0.0100; its output: nodus
+// logs 3": the outcome, the time, the cost (and a billing note), and the one thing to do next.
+// How the job was placed and contained stays in `show`.
+std::string end_of_job_line(const JobRecord& job);
+
 }  // namespace nodus::cli

@@ -6,7 +6,7 @@
 #include <chrono>
 #include <cmath>
 
-#include "billing/catalog.h"
+#include "cli/job_views.h"
 #include "core/config.h"
 #include "core/cost.h"
 #include "core/parse.h"
@@ -39,11 +39,11 @@ std::string status_text(const JobRecord& job, double elapsed) {
   bool billed = job.rate_per_gpu_hour > 0;
   if (billed)
     out += " | " + format_usd(cost_usd(job.gpu_count, job.rate_per_gpu_hour, elapsed)) + " so far";
-  if (job.max_cost && billed) {
-    double at = billing::cap_seconds(*job.max_cost, job.gpu_count, job.rate_per_gpu_hour);
-    out += " | cap " + format_usd(*job.max_cost) + " in " + duration_text(at - elapsed);
-  }
-  if (job.timeout_ms) out += " | timeout in " + duration_text(*job.timeout_ms / 1000.0 - elapsed);
+  // The next thing a cap will do and why; a timeout that comes later is shown as well.
+  std::string next = countdown_text(job, elapsed);
+  if (!next.empty()) out += " | " + next;
+  if (job.timeout_ms && next.find("(timeout") == std::string::npos)
+    out += " | timeout in " + duration_text(*job.timeout_ms / 1000.0 - elapsed);
   return out;
 }
 

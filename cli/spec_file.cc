@@ -6,6 +6,7 @@
 #include <cctype>
 #include <cerrno>
 #include <cstdlib>
+#include <filesystem>
 #include <map>
 #include <set>
 #include <type_traits>
@@ -183,6 +184,14 @@ void apply_spec_file(const std::string& path, CLI::App& app, RunFlags& run, Swee
     if (sweep && caps["budget"]) set(caps["budget"], "caps.budget", "--budget", sweep->budget);
   }
   set(root["workdir"], "workdir", "--workdir", run.workdir);
+  // As docker compose does, a relative path in the file is relative to the file, not to where
+  // nodus runs (a --workdir flag stays relative to the current folder).
+  if (root["workdir"] && !given(app, "--workdir") && !run.workdir.empty() &&
+      run.workdir.front() != '/') {
+    std::error_code ec;
+    auto base = std::filesystem::absolute(std::filesystem::path(path), ec).parent_path();
+    if (!ec) run.workdir = (base / run.workdir).lexically_normal().string();
+  }
   set(root["image"], "image", "--image", run.image);
   set(root["backend"], "backend", "--backend", run.backend);
   set(root["throughput"], "throughput", "--throughput", run.throughput);

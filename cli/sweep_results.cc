@@ -12,6 +12,7 @@ struct RunFigures {
   double wall_s = 0, gpu_seconds = 0, cost = 0;
   std::optional<double> throughput, data_wait, util_mean, idle_usd, per_m;
   std::optional<std::string> verdict;
+  std::string unsteady;  // sweep::CellResult::unsteady
   std::map<std::string, double> metrics;
 };
 
@@ -30,10 +31,23 @@ RunFigures figures_of(store::Store& store, const JobRecord& job) {
     f.data_wait = num("data_wait_share");
     f.util_mean = num("util_mean");
     f.idle_usd = num("idle_usd");
-    if (v.contains("verdict") && f.util_mean) f.verdict = v["verdict"].get<std::string>();
+    // A verdict whenever there is something to say: a diagnosis, or GPU figures to call "ok".
+    if (v.contains("verdict") && v["verdict"].is_string() &&
+        (f.util_mean || v["verdict"] != "no-gpu-data"))
+      f.verdict = v["verdict"].get<std::string>();
+    // Phases known but no steady state: every rate is the warm-up's (engine/measure.cc).
+    if (v.contains("phases") && v["phases"].is_object() && !v["phases"].contains("steady_s"))
+      f.unsteady = "still in warm-up at the end";
   }
   f.metrics = store.last_metrics(job.id);
   std::erase_if(f.metrics, [](const auto& m) { return engine::is_hook_metric(m.first); });
+  // One column per quantity: where nodus has its own throughput or data wait (drawn from the
+  // job's report or measured), the job's report of it is that figure's source, not a column.
+  if (auto stats = store.stats(job.id)) {
+    const auto& v = stats->values;
+    if (f.throughput) f.metrics.erase(v.value("throughput_metric", std::string("samples_per_sec")));
+    if (f.data_wait) f.metrics.erase("data_wait");
+  }
   return f;
 }
 
@@ -122,6 +136,8 @@ SweepResults load_sweep_results(store::Store& store, const store::SweepRecord& s
     r.util_mean = mean_opt(runs, &RunFigures::util_mean);
     r.idle_usd = mean_opt(runs, &RunFigures::idle_usd);
     r.verdict = runs.back().verdict;
+    for (const auto& f : runs)
+      if (r.unsteady.empty()) r.unsteady = f.unsteady;
     std::map<std::string, std::vector<double>> metric_runs;
     for (const auto& f : runs)
       for (const auto& [name, v] : f.metrics) metric_runs[name].push_back(v);

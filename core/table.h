@@ -25,7 +25,7 @@ Result<Format> parse_format(std::string_view text);
 
 // Version of the json/csv contract in docs/output.md. Bump it when a key changes meaning, type
 // or unit, or is removed; adding a column does not bump it.
-inline constexpr int kSchemaVersion = 1;
+inline constexpr int kSchemaVersion = 2;  // docs/output.md says what each version changed
 
 // Where a column shows in the human formats; json and csv always carry every column.
 enum class Show {

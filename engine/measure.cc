@@ -1,5 +1,6 @@
 #include "engine/measure.h"
 
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -150,7 +151,15 @@ nlohmann::json prepare_instrumentation(const JobRecord& job, const SuperviseOpti
     rest = own;
   env["PYTHONPATH"] = rest.empty() ? dir : dir + ":" + rest;
   env["NODUS_HOOK_DIR"] = dir;
-  env["NODUS_WARMUP"] = options.warmup;
+  // The hook reads batches ("20") or seconds ("5s"): "1m" and "500ms" reach it as seconds.
+  auto warmup = telemetry::parse_warmup(options.warmup);
+  if (warmup && warmup->seconds) {
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%gs", *warmup->seconds);
+    env["NODUS_WARMUP"] = buf;
+  } else {
+    env["NODUS_WARMUP"] = options.warmup;
+  }
   nlohmann::json on = {{"on", true},
                        {"why", "Python job: DataLoader iteration timed by nodus's hook"}};
   if (options.profile) {
@@ -342,9 +351,13 @@ Conclusion Measurement::conclude(const JobRecord& job, SeriesSource& series, dou
       phases.first_batch_t = *t;
       phases.source = "job metrics";
     }
-    if (phases.first_batch_t && m.warmup && m.warmup->seconds &&
-        *phases.first_batch_t + *m.warmup->seconds < phases.end_t)
-      phases.steady_t = *phases.first_batch_t + *m.warmup->seconds;
+    // Batches cannot be counted from the job's reports: only "0" (no warm-up) applies here.
+    std::optional<double> warm_s = m.warmup ? m.warmup->seconds : std::nullopt;
+    if (m.warmup && m.warmup->batches && *m.warmup->batches == 0) warm_s = 0;
+    // No warm-up: every report is steady, also one read only after the job ended.
+    if (phases.first_batch_t && warm_s &&
+        (*warm_s == 0 || *phases.first_batch_t + *warm_s < phases.end_t))
+      phases.steady_t = *phases.first_batch_t + *warm_s;
   }
   if (phases.first_batch_t) {
     c.stats["phases"] = {{"source", phases.source}, {"startup_s", *phases.startup_s()}};

@@ -2,6 +2,9 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <set>
+
+#include "engine/measure.h"
 
 namespace nodus::engine {
 
@@ -19,6 +22,22 @@ std::optional<double> steady_throughput(const std::vector<MetricPoint>& points,
   }
   if (n < kMinSteadyReports || sum <= 0) return std::nullopt;
   return sum / n;
+}
+
+std::optional<double> running_throughput(const std::vector<MetricPoint>& points,
+                                         const std::string& name, double warmup_s) {
+  if (auto own = steady_throughput(points, name, warmup_s)) return own;
+  if (name != "samples_per_sec") return std::nullopt;
+  const std::string suffix = ".samples_per_sec";
+  std::set<std::string> ranks;
+  for (const auto& p : points)
+    if (is_hook_metric(p.name) && p.name.size() > suffix.size() &&
+        p.name.compare(p.name.size() - suffix.size(), suffix.size(), suffix) == 0)
+      ranks.insert(p.name);
+  std::optional<double> total;
+  for (const auto& rank : ranks)
+    if (auto v = steady_throughput(points, rank, warmup_s)) total = total.value_or(0) + *v;
+  return total;
 }
 
 double remaining_seconds(double work, double throughput, double elapsed_s) {

@@ -25,6 +25,13 @@ inline constexpr int kMinSteadyReports = 3;
 std::optional<double> steady_throughput(const std::vector<MetricPoint>& points,
                                         const std::string& name, double warmup_s);
 
+// A running cell's steady throughput from what is stored of it: its own reports of `name`, or,
+// for the default samples_per_sec when the job reports none, the Python hook's (an unmodified
+// script: "hook.r<rank>.samples_per_sec", each rank's steady mean summed), the figures its row
+// in the comparison table will show.
+std::optional<double> running_throughput(const std::vector<MetricPoint>& points,
+                                         const std::string& name, double warmup_s);
+
 // What one sample costs at the steady rate: USD (or, with no rate, seconds) per sample.
 double per_sample(double usd_per_s, double throughput);
 

@@ -91,17 +91,19 @@ void SweepProgress::cell_started(const PlannedCell& cell, const JobRecord& job) 
 
 void SweepProgress::cell_ended(const PlannedCell& cell, const JobRecord& job) {
   Row& r = row(cell);
-  r.state = std::string(to_string(job.state));
+  r.state = cell.stopped_early ? "stopped-early" : std::string(to_string(job.state));
   r.ended_at = unix_now();
   r.cost = job.cost;
   spent_ += job.cost;
   if (live_) return redraw();
   double wall = job.started_at && job.ended_at ? *job.ended_at - *job.started_at : 0;
-  std::fprintf(stderr, "nodus: %s cell %d/%d [%s] %s in %s, %s\n", sweep_label_.c_str(),
+  // A cell --stop-early stopped says why, in the sweep's events (its note).
+  std::string why = cell.stopped_early && !job.note.empty() ? " (" + job.note + ")" : "";
+  std::fprintf(stderr, "nodus: %s cell %d/%d [%s] %s in %s, %s%s\n", sweep_label_.c_str(),
                static_cast<int>(row_of_.at(cell.index)) + 1, total_, cell.label.c_str(),
                r.state.c_str(),
                format_duration(Millis(static_cast<long long>(wall * 1000))).c_str(),
-               format_usd(job.cost).c_str());
+               format_usd(job.cost).c_str(), why.c_str());
 }
 
 void SweepProgress::cell_skipped(const PlannedCell& cell, const std::string& why) {

@@ -62,7 +62,7 @@ void stop_losers(store::Store& store, const std::vector<PlannedCell>& cells,
     if (r.loser) continue;
     const JobRecord& job = cells[r.cell].job;
     auto thr =
-        steady_throughput(store.metrics(job.id), settings.throughput_metric, settings.warmup_s);
+        running_throughput(store.metrics(job.id), settings.throughput_metric, settings.warmup_s);
     if (!thr) continue;
     auto verdict = judge_running_cell(per_sample(usd_per_s(job), *thr), *best, *settings.stop_early,
                                       best_label);

@@ -46,6 +46,7 @@ nlohmann::json or_null(const std::optional<double>& v) { return v ? nlohmann::js
 std::string status_text(const CellResult& c) {
   if (c.state == "failed" && c.exit_code && *c.exit_code != 0)
     return c.state + " (exit " + std::to_string(*c.exit_code) + ")";
+  if (!c.unsteady.empty()) return c.state + " (warm-up only)";
   return c.state;
 }
 
@@ -79,7 +80,8 @@ Layout layout_for(const std::vector<CellResult>& cells) {
                                                "cost_usd",  "throughput", "usd_per_million_samples",
                                                "data_wait", "util_mean",  "idle_usd",
                                                "verdict",   "best",       "schema_version",
-                                               "job_id",    "job_ids",    "runs"};
+                                               "steady",    "job_id",     "job_ids",
+                                               "runs"};
   Layout l;
   std::set<std::string> metric_names;
   for (const auto& c : cells) {
@@ -131,6 +133,7 @@ Layout layout_for(const std::vector<CellResult>& cells) {
   l.columns.push_back({"gpu_seconds", "GPU-S", true, Show::kMachine});
   l.columns.push_back({"exit_code", "EXIT", true, Show::kMachine});
   l.columns.push_back({"params", "PARAMS", false, Show::kMachine});
+  l.columns.push_back({"steady", "STEADY", false, Show::kMachine});
   l.columns.push_back({"best", "BEST", false, Show::kMachine});
   return l;
 }
@@ -186,8 +189,17 @@ std::vector<double> objective_runs(const CellResult& c, const Objective& o) {
   return {};
 }
 
+// Throughput and what a sample costs are rates: a cell's warm-up says nothing of its steady one.
+bool is_rate(const Objective& o) { return o.name == "throughput" || o.name == "cost_per_msample"; }
+
+// Completed with a figure, but that figure is warm-up's: not ranked.
+bool warm_up_only(const CellResult& c, const Objective& o) {
+  return c.state == "completed" && !c.unsteady.empty() && is_rate(o) &&
+         objective_value(c, o).has_value();
+}
+
 bool qualifies(const CellResult& c, const Objective& o) {
-  return c.state == "completed" && objective_value(c, o).has_value();
+  return c.state == "completed" && objective_value(c, o).has_value() && !warm_up_only(c, o);
 }
 
 double mean_of(const std::vector<double>& v) {
@@ -201,11 +213,28 @@ double sd_of(const std::vector<double>& v) {
   return std::sqrt(ss / static_cast<double>(v.size() - 1));
 }
 
-std::string label_against(const CellResult& a, const CellResult& b) {
+// The cell by every param that varies among the cells (so two cells never read the same), or
+// "cell N" when none does.
+std::string label_in(const std::vector<CellResult>& cells, const CellResult& a) {
   std::vector<Param> ap;
-  for (size_t k = 0; k < a.params.size() && k < b.params.size(); ++k)
-    if (a.params[k].value != b.params[k].value) ap.push_back(a.params[k]);
+  for (size_t k = 0; k < a.params.size(); ++k) {
+    bool varies = false;
+    for (const auto& c : cells)
+      varies |= k < c.params.size() && c.params[k].value != a.params[k].value;
+    if (varies) ap.push_back(a.params[k]);
+  }
   return ap.empty() ? "cell " + std::to_string(a.index) : cell_label(ap);
+}
+
+// "cells 2, 5 (still in warm-up at the end)": the completed cells not ranked for warm-up.
+std::string warm_up_cells(const std::vector<CellResult>& cells, const Objective& o) {
+  std::string names, why;
+  for (const auto& c : cells) {
+    if (!warm_up_only(c, o)) continue;
+    names += (names.empty() ? "" : ", ") + label_in(cells, c);
+    if (why.empty()) why = c.unsteady;
+  }
+  return names.empty() ? "" : names + " (" + why + ")";
 }
 
 std::string figure(double v) {
@@ -267,7 +296,10 @@ Ranking rank_cells(const std::vector<CellResult>& cells, const Objective& o) {
   if (order.empty()) return r;
   r.top = order[0];
   if (order.size() < 2) {
-    r.best = order[0];
+    // One cell alone is the best, unless the others were left out for their warm-up.
+    bool others_unjudged = std::any_of(cells.begin(), cells.end(),
+                                       [&](const CellResult& c) { return warm_up_only(c, o); });
+    if (!others_unjudged) r.best = order[0];
     return r;
   }
   r.runner_up = order[1];
@@ -289,11 +321,11 @@ std::optional<size_t> best_cell(const std::vector<CellResult>& cells, const Obje
   return rank_cells(cells, o).best;
 }
 
-std::string summary_sentence(const std::vector<CellResult>& cells, const Objective& o) {
-  Ranking r = rank_cells(cells, o);
-  if (!r.top || !r.runner_up) return "";
+namespace {
+std::string summary_of(const std::vector<CellResult>& cells, const Objective& o, const Ranking& r) {
   const CellResult& b = cells[*r.top];
   const CellResult& u = cells[*r.runner_up];
+  auto label = [&](const CellResult& c) { return label_in(cells, c); };
   auto runs_text = [&] {
     return b.runs == u.runs ? std::to_string(b.runs) + " runs each"
                             : std::to_string(b.runs) + " and " + std::to_string(u.runs) + " runs";
@@ -305,7 +337,7 @@ std::string summary_sentence(const std::vector<CellResult>& cells, const Objecti
     return s;
   };
   if (r.tie) {
-    std::string out = "no best cell: " + label_against(b, u) + " and " + label_against(u, b) +
+    std::string out = "no best cell: " + label(b) + " and " + label(u) +
                       " are not distinguishable on " + o.name + " (" + with_sd(b) + " vs " +
                       with_sd(u);
     if (r.welch)
@@ -313,30 +345,38 @@ std::string summary_sentence(const std::vector<CellResult>& cells, const Objecti
     return out + ", within " + fixed(kSingleRunMargin * 100, 0) +
            "% with one run each); --repeat 3 tells a difference from noise";
   }
-  std::string test = r.welch ? " (against the runner-up " + label_against(u, b) + ": " +
-                                   with_sd(b) + " vs " + with_sd(u) + ", Welch's t-test " +
+  std::string test = r.welch ? " (" + with_sd(b) + " vs " + with_sd(u) + ", Welch's t-test " +
                                    p_text(r.welch->p) + " over " + runs_text() + ")"
                              : "";
   if (o.name != "throughput" || !o.maximize)
-    return label_against(b, u) + ": the best " + o.text() + " (" + with_sd(b) + "; runner-up " +
-           label_against(u, b) + ": " + with_sd(u) + ")" +
+    return label(b) + ": the best " + o.text() + " (" + with_sd(b) + "; runner-up " + label(u) +
+           ": " + with_sd(u) + ")" +
            (r.welch ? ", Welch's t-test " + p_text(r.welch->p) + " over " + runs_text() : "");
 
-  // Throughput: the best against the slowest other completed cell, and what a sample costs.
-  std::optional<size_t> slow;
-  for (size_t i = 0; i < cells.size(); ++i) {
-    if (i == *r.top || !qualifies(cells[i], o)) continue;
-    const auto& c = cells[i];
-    if (!slow || *c.throughput < *cells[*slow].throughput ||
-        (*c.throughput == *cells[*slow].throughput && c.index < cells[*slow].index))
-      slow = i;
-  }
-  const CellResult& s = cells[*slow];
-  std::string out = label_against(b, s) + ": " + format_ratio(*b.throughput / *s.throughput) +
-                    "x the throughput of " + label_against(s, b);
-  if (comparable(s) && comparable(b) && cost_per_sample(s) > 0)
-    out += " at " + format_ratio(cost_per_sample(b) / cost_per_sample(s)) + "x the cost per sample";
+  // Throughput: the best against the runner-up, and what a sample costs in each.
+  std::string out = label(b) + ": " + format_ratio(*b.throughput / *u.throughput) +
+                    "x the throughput of the runner-up " + label(u);
+  if (comparable(u) && comparable(b) && cost_per_sample(u) > 0)
+    out += " at " + format_ratio(cost_per_sample(b) / cost_per_sample(u)) + "x the cost per sample";
   return out + test;
+}
+}  // namespace
+
+std::string summary_sentence(const std::vector<CellResult>& cells, const Objective& o) {
+  Ranking r = rank_cells(cells, o);
+  const std::string unjudged = warm_up_cells(cells, o);
+  const std::string advice =
+      ": their figures include the warm-up; run more steps or a shorter --warmup (0s takes the "
+      "figures as they are)";
+  if (!unjudged.empty() && (!r.top || !r.runner_up)) {
+    std::string out = "no best cell: ";
+    if (r.top) out += "only " + label_in(cells, cells[*r.top]) + " reached its steady state; ";
+    return out + "not compared on " + o.name + ": " + unjudged + advice;
+  }
+  if (!r.top || !r.runner_up) return "";
+  const std::string left_out =
+      unjudged.empty() ? "" : "; not compared on " + o.name + ": " + unjudged + advice;
+  return summary_of(cells, o, r) + left_out;
 }
 
 Result<Table> compare_table(const std::vector<CellResult>& cells, const CompareOptions& options) {
@@ -399,8 +439,10 @@ Result<Table> compare_table(const std::vector<CellResult>& cells, const CompareO
     t.push_back(c.job_ids.empty() ? "-" : std::to_string(c.job_ids.back()));
     if (l.repeated) t.push_back(std::to_string(c.runs));
     auto wall = [](double v) { return format_duration(Millis(std::llround(v * 1000))); };
-    t.push_back(shown(c, "wall_s", wall(c.wall_s), +wall));
-    t.push_back(shown(c, "cost_usd", format_usd(c.cost), format_usd));
+    // A cell that never ran has no time and no bill to show, not "0ms $0.00".
+    const bool ran = !(c.job_ids.empty() && (c.state == "not run" || c.state == "pending"));
+    t.push_back(ran ? shown(c, "wall_s", wall(c.wall_s), +wall) : "-");
+    t.push_back(ran ? shown(c, "cost_usd", format_usd(c.cost), format_usd) : "-");
     t.push_back(c.throughput
                     ? shown(c, "throughput", format_throughput(*c.throughput), format_throughput)
                     : "-");
@@ -419,6 +461,7 @@ Result<Table> compare_table(const std::vector<CellResult>& cells, const CompareO
     j["throughput"] = or_null(c.throughput);
     j["usd_per_million_samples"] = or_null(per_m);
     j["data_wait"] = or_null(c.data_wait);
+    j["steady"] = c.state == "completed" ? nlohmann::json(c.unsteady.empty()) : nlohmann::json();
     put_sd(j, c, "wall_s", "wall_s");
     put_sd(j, c, "cost_usd", "cost_usd");
     put_sd(j, c, "throughput", "throughput");

@@ -3,12 +3,13 @@
 // what it cost, how long it took, how much work it did, and how busy its GPUs were; the best
 // cell marked, and one sentence comparing it with the slowest.
 //
-// Columns: CELL, one per param, STATUS, WALL, COST, THROUGHPUT, $/M SAMPLES, DATA WAIT, then
+// Columns: CELL, one per param, STATUS ("completed (warm-up only)" for a cell whose rates are
+// from its warm-up), WALL, COST, THROUGHPUT, $/M SAMPLES, DATA WAIT, then
 // UTIL %, IDLE $ and VERDICT when any cell has them. JSON and CSV carry raw numbers under
 // snake_case keys: cell, <param name>, status, wall_s, cost_usd, throughput,
 // usd_per_million_samples, data_wait, util_mean, idle_usd, verdict; JSON rows also hold
-// params (an object), exit_code, gpu_seconds and best. A param whose name is one of those keys
-// gets the column key param_<name>.
+// params (an object), exit_code, gpu_seconds, steady (false: the rates are warm-up's) and best. A
+// param whose name is one of those keys gets the column key param_<name>.
 //
 // Every metric the job reported (its last value) is a column too, keyed by its name (metric_<name>
 // when that clashes with a fixed key or a param), and JOB (key job_id) is the cell's newest job.
@@ -45,6 +46,10 @@ struct CellResult {
   std::optional<double> util_mean;   // percent
   std::optional<double> idle_usd;    // money that bought idle GPU time
   std::optional<std::string> verdict;
+  // Why the cell's rates (throughput, $/M samples, data wait) are not its steady state's, e.g.
+  // "still in warm-up at the end"; "" when they are (or the phases are unknown). Such a cell is
+  // marked and not ranked by a rate.
+  std::string unsteady;
   std::map<std::string, double> metrics;  // what the job reported (last value; mean over runs)
   int runs = 1;                           // --repeat: how many runs the figures are means of
   // Per-run values by column key (throughput, wall_s, cost_usd, usd_per_million_samples, and
@@ -94,10 +99,13 @@ std::optional<double> usd_per_million_samples(const CellResult& cell);
 std::optional<size_t> best_cell(const std::vector<CellResult>& cells,
                                 const Objective& objective = {});
 
-// "num_workers=14: 8.1x the throughput of num_workers=0 at 0.12x the cost per sample": the best
-// cell against the slowest other completed cell with a throughput, naming only the params that
-// differ. "" when there are not two such cells.
+// "num_workers=14: 1.3x the throughput of the runner-up num_workers=8 at 0.78x the cost per
+// sample": the best cell against the runner-up, each named by every param that varies in the
+// sweep. "" when there are not two such cells.
 // On a tie it says so and names no best cell ("no best cell: ... are not distinguishable ...").
+// Cells whose rates are from warm-up (CellResult::unsteady) are not ranked by a rate objective
+// (throughput, cost_per_msample): the sentence names them and what to change, and when fewer
+// than two cells are left it names no best cell.
 std::string summary_sentence(const std::vector<CellResult>& cells, const Objective& objective = {});
 
 struct CompareOptions {

@@ -16,6 +16,13 @@ std::optional<Warmup> parse_warmup(const std::string& text) {
     w.batches = std::stoi(text);
     return w;
   }
+  // No warm-up at all: "0s" (durations are otherwise positive).
+  if (size_t unit = text.find_first_not_of('0');
+      unit > 0 && unit != std::string::npos &&
+      (text.substr(unit) == "s" || text.substr(unit) == "ms")) {
+    w.seconds = 0;
+    return w;
+  }
   auto d = parse_duration(text, "--warmup");
   if (!d) return std::nullopt;
   w.seconds = static_cast<double>(d->count()) / 1000.0;

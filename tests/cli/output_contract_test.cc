@@ -17,13 +17,14 @@ using Keys = std::vector<std::string>;
 const Keys kPs = {"id",         "name",       "state",    "gpu",    "gpu_type", "gpu_count",
                   "created_at", "started_at", "ended_at", "wall_s", "cost_usd", "max_cost_usd",
                   "exit_code",  "sweep_id",   "cell",     "command"};
-const Keys kSweeps = {"id",     "name",     "state",      "cells",      "completed",
-                      "failed", "cost_usd", "budget_usd", "created_at", "command"};
+const Keys kSweeps = {"id",      "name",     "state",      "cells",      "completed", "failed",
+                      "stopped", "cost_usd", "budget_usd", "created_at", "command"};
 // One parameter, named w.
 const Keys kCells = {"cell",        "w",         "status",     "job_id",
                      "wall_s",      "cost_usd",  "throughput", "usd_per_million_samples",
                      "data_wait",   "util_mean", "idle_usd",   "verdict",
-                     "gpu_seconds", "exit_code", "params",     "best"};
+                     "gpu_seconds", "exit_code", "params",     "steady",
+                     "best"};
 const Keys kCostRow(const std::string& key) { return {key, "jobs", "gpu_hours", "cost_usd"}; }
 const Keys kPrices = {"type",   "aliases",    "usd_per_gpu_hour",
                       "source", "source_url", "checked",
@@ -48,6 +49,7 @@ const Keys kShowJob = {"schema_version",
                        "max_cost_usd",
                        "timeout_s",
                        "grace_s",
+                       "stop_plan",
                        "exit_code",
                        "signal",
                        "created_at",
@@ -77,7 +79,7 @@ void expect_rows(const nlohmann::json& rows, const Keys& keys, const std::string
   want.insert("schema_version");
   for (const auto& row : rows) {
     EXPECT_EQ(key_set(row), want) << what << ": " << row.dump();
-    EXPECT_EQ(row["schema_version"], 1) << what;
+    EXPECT_EQ(row["schema_version"], 2) << what;
   }
 }
 
@@ -142,7 +144,7 @@ TEST_F(OutputContract, ShowJobAndItsCommandType) {
   auto j = json_of(json({"show", "trainer"}));
   EXPECT_EQ(key_set(j), std::set<std::string>(kShowJob.begin(), kShowJob.end()));
   EXPECT_TRUE(j["command"].is_array());
-  EXPECT_EQ(j["schema_version"], 1);
+  EXPECT_EQ(j["schema_version"], 2);
   auto cell = json_of(json({"show", "s1-1"}));
   EXPECT_EQ(cell["sweep_id"], "s1");  // the same string as in `sweeps` and `ps`
   EXPECT_EQ(cell["cell"], 1);         // numbered from 1, as in `show s1`
@@ -153,7 +155,7 @@ TEST_F(OutputContract, SweepsAndShowSweepWithoutTelemetryStillHaveEveryColumn) {
   expect_csv(csv({"sweeps"}), kSweeps, "sweeps");
   EXPECT_TRUE(json_of(json({"sweeps"}))[0]["command"].is_array());
   auto s = json_of(json({"show", "s1"}));
-  EXPECT_EQ(s["schema_version"], 1);
+  EXPECT_EQ(s["schema_version"], 2);
   expect_rows(s["cells"], kCells, "show s1");
   EXPECT_TRUE(s["cells"][0]["util_mean"].is_null());  // no samples: null, not a missing key
   expect_csv(csv({"show", "s1"}), kCells, "show s1");
@@ -165,7 +167,7 @@ TEST_F(OutputContract, SweepsAndShowSweepWithoutTelemetryStillHaveEveryColumn) {
 
 TEST_F(OutputContract, CostTotalsBesideTheRowsNotAmongThem) {
   auto j = json_of(json({"cost"}));
-  EXPECT_EQ(j["schema_version"], 1);
+  EXPECT_EQ(j["schema_version"], 2);
   expect_rows(j["by_day"], kCostRow("day"), "cost by_day");
   expect_rows(j["by_gpu"], kCostRow("gpu_type"), "cost by_gpu");
   EXPECT_TRUE(j["total"]["jobs"].is_number_integer()) << j.dump();  // 4, never 4.0

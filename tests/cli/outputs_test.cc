@@ -249,7 +249,7 @@ TEST(LiveStatus, OnATerminalShowsCostAndTimeLeftBelowTheJobsIntactOutput) {
   std::string run =
       "stty rows 24 cols 100; unset CI; NODUS_LOCAL_GPUS=TEST:4 NODUS_PRICES=" + prices + " " +
       std::string(NODUS_BIN) +
-      " run --gpu TEST:1 --timeout 1m --max-cost 100 -- sh -c 'echo first line; "
+      " run --gpu TEST:1 --timeout 1m --max-cost 5 -- sh -c 'echo first line; "
       "sleep 2.5; echo second line'";
   std::string shown = on_a_terminal(home, home.path(), run);
   // The job's lines arrive whole, each ending its line.
@@ -258,8 +258,11 @@ TEST(LiveStatus, OnATerminalShowsCostAndTimeLeftBelowTheJobsIntactOutput) {
   // The status line: on row 24, scroll region 1-23, with cost so far and both limits.
   EXPECT_NE(shown.find("\x1b[1;23r"), std::string::npos) << shown;
   EXPECT_NE(shown.find("\x1b[24;1H"), std::string::npos) << shown;
-  EXPECT_NE(shown.find("so far | cap $100.00 in "), std::string::npos) << shown;
-  EXPECT_NE(shown.find("| timeout in "), std::string::npos) << shown;
+  // The next stop and why: $5 at $900/GPU-hour is reached at 20 s; SIGTERM goes out the 10 s
+  // grace before it. The later timeout is shown too.
+  EXPECT_NE(shown.find("so far | SIGTERM in "), std::string::npos) << shown;
+  EXPECT_NE(shown.find("(cap $5.00 at 20.0s, 10.0s grace) | timeout in "), std::string::npos)
+      << shown;
   EXPECT_NE(shown.find("\x1b[r"), std::string::npos) << shown;  // the terminal given back
   // NO_COLOR: the same line without color; piped: no status line at all.
   std::string plain = on_a_terminal(home, home.path(), "export NO_COLOR=1; " + run);

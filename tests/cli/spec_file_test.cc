@@ -130,6 +130,20 @@ TEST(SpecFile, RunFileRunsTheJob) {
   EXPECT_NE(r.out.find("hi"), std::string::npos) << r.out;
 }
 
+// Issue 29 point 6: a relative workdir in a spec file is the file's, as in docker compose (it
+// resolved against wherever nodus was started).
+TEST(SpecFile, ARelativeWorkdirIsRelativeToTheFile) {
+  NodusHome home;
+  std::filesystem::create_directories(home.file("proj/data"));
+  write_file(home.file("proj/job.yaml"), "workdir: data\ncommand: [pwd]\n");
+  auto r = home.run({"run", "-f", home.file("proj/job.yaml")});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.out, std::filesystem::canonical(home.file("proj/data")).string() + "\n");
+  // A --workdir flag is the command line's: relative to the current folder.
+  auto flag = home.run({"run", "-f", home.file("proj/job.yaml"), "--workdir", home.path()});
+  EXPECT_EQ(flag.out, std::filesystem::canonical(home.path()).string() + "\n") << flag.err;
+}
+
 TEST(SpecFile, ErrorsNameFileLineAndColumnAndRunNothing) {
   NodusHome home;
   std::string f = home.file("bad.yaml");

@@ -78,7 +78,7 @@ TEST(SweepObjective, MetricsTheJobReportsAreColumnsRankedAndSorted) {
       home.run({"show", "s1", "--sort", "loss", "--format", "csv", "--columns", "lr,loss,val_acc"});
   ASSERT_EQ(sorted.code, 0) << sorted.err;
   EXPECT_EQ(sorted.out,
-            "cell,lr,loss,val_acc,schema_version\n3,3,0.2,0.4,1\n2,2,0.5,0.7,1\n1,1,0.9,0.91,1\n");
+            "cell,lr,loss,val_acc,schema_version\n3,3,0.2,0.4,2\n2,2,0.5,0.7,2\n1,1,0.9,0.91,2\n");
   // Another objective at show time, and an unknown sort column names the ones there are.
   auto by_loss = home.run({"show", "s1", "--objective", "loss:min"});
   EXPECT_NE(by_loss.out.find("lr=3: the best loss:min"), std::string::npos) << by_loss.out;

@@ -31,6 +31,49 @@ TEST(Truth, SweepWarnsWhenACellsCapBuysLessThanTheGrace) {
   EXPECT_EQ(roomy.err.find("each cell:"), std::string::npos) << roomy.err;
 }
 
+// Point 1: the live countdown aims at SIGTERM, and `show` of a capped job names the limit, when
+// SIGTERM and SIGKILL went out and the cost at each (before: "cap $X in 13.8s" while SIGTERM came
+// 10 s earlier, and `show` named neither).
+TEST(Truth, ShowOfACappedJobNamesTheLimitAndTheMomentsOfTermAndKill) {
+  NodusHome home;
+  const std::map<std::string, std::string> gpus = {{"NODUS_LOCAL_GPUS", "TEST:2"}};
+  const std::string prices = write_test_prices(home);
+  // $0.50 at $900/GPU-hour is 2 s; SIGKILL goes out 25 ms before (what the kill may take) and
+  // SIGTERM 1 s of grace before that. sleep dies of SIGTERM.
+  auto r = home.run({"run", "--gpu", "TEST:1", "--prices", prices, "--max-cost", "0.5", "--grace",
+                     "1s", "--", "sleep", "30"},
+                    gpus);
+  EXPECT_EQ(r.code, 122) << r.err;
+  auto shown = home.run({"show", "1"});
+  EXPECT_NE(shown.out.find("SIGTERM at 975ms ($0.24), SIGKILL was due at 2.0s, not needed: cap "
+                           "$0.50 at 2.0s, 1.0s grace; it ended at "),
+            std::string::npos)
+      << shown.out;
+  auto j = show_json(home, "1");
+  EXPECT_EQ(j["stop_plan"]["limit"], "cap $0.50 at 2.0s, 1.0s grace") << j;
+  EXPECT_NEAR(j["stop_plan"]["term_s"].get<double>(), 0.975, 0.001) << j;
+  EXPECT_NEAR(j["stop_plan"]["kill_s"].get<double>(), 1.975, 0.001) << j;
+  // A job that ignores SIGTERM is killed at the cap (less the 25 ms the kill may take).
+  auto stubborn = home.run({"run", "--gpu", "TEST:1", "--prices", prices, "--max-cost", "0.5",
+                            "--grace", "1s", "--", "sh", "-c", "trap '' TERM; sleep 30"},
+                           gpus);
+  EXPECT_EQ(stubborn.code, 122) << stubborn.err;
+  auto killed = home.run({"show", "2"});
+  EXPECT_NE(killed.out.find("SIGTERM at 975ms ($0.24), SIGKILL at 2.0s ($0.49): cap $0.50"),
+            std::string::npos)
+      << killed.out;
+  // A timeout: SIGTERM at the timeout, SIGKILL the grace later.
+  auto timed = home.run({"run", "--timeout", "1s", "--grace", "1s", "--", "sleep", "30"});
+  EXPECT_EQ(timed.code, 124) << timed.err;
+  EXPECT_NE(home.run({"show", "3"})
+                .out.find("SIGTERM at 1.0s, SIGKILL was due at 2.0s, not "
+                          "needed: timeout 1.0s, then 1.0s grace"),
+            std::string::npos);
+  // A job that completed says nothing of stops that never came.
+  home.run({"run", "--timeout", "1m", "--", "true"});
+  EXPECT_EQ(home.run({"show", "4"}).out.find("SIGTERM"), std::string::npos);
+}
+
 // Point 4: a sweep whose cells were all stopped by --max-cost ended "cost-cap" and exits with the
 // cap's 122 (before: "failed", exit 1, as if a cell had failed).
 TEST(Truth, ASweepWhoseCellsAllHitTheirCapEndsCostCap) {
@@ -41,7 +84,56 @@ TEST(Truth, ASweepWhoseCellsAllHitTheirCapEndsCostCap) {
   EXPECT_EQ(r.code, 122) << r.err;
   auto sweeps = nlohmann::json::parse(home.run({"sweeps", "--format", "json"}).out);
   EXPECT_EQ(sweeps[0]["state"], "cost-cap") << sweeps;
+  // Stopped by their cap, not failed (sacct keeps CANCELLED, FAILED and TIMEOUT apart).
+  EXPECT_EQ(sweeps[0]["failed"], 0) << sweeps;
+  EXPECT_EQ(sweeps[0]["stopped"], 2) << sweeps;
   EXPECT_EQ(home.run({"wait", "s1"}).code, 122);
+}
+
+// Point 2: cells whose figures never left warm-up are marked, and no best cell is named from
+// them (before: the table starred one and the sentence said "4.0x the throughput").
+TEST(Truth, ASweepOfCellsThatNeverLeaveWarmUpNamesNoBestCellAndSaysWhy) {
+  NodusHome home;
+  // Two quick reports each: the job is over long before the default 5 s of warm-up.
+  std::string script =
+      "echo '{{\"samples_per_sec\": '$((100 * {w}))'}}' >> $NODUS_METRICS; "
+      "echo '{{\"samples_per_sec\": '$((100 * {w}))'}}' >> $NODUS_METRICS";
+  auto r = home.run({"sweep", "--param", "w=1,4", "--", "sh", "-c", script});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("no best cell: not compared on throughput: w=1, w=4 (still in warm-up at "
+                       "the end): their figures include the warm-up"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("completed (warm-up only)"), std::string::npos) << r.out;
+  auto j = nlohmann::json::parse(home.run({"show", "s1", "--format", "json"}).out);
+  EXPECT_EQ(j["best_cell"], nullptr) << j;
+  EXPECT_EQ(j["cells"][0]["steady"], false) << j;
+  // Told that the figures are fine as they are, nodus ranks them.
+  auto ranked = home.run({"sweep", "--warmup", "0s", "--param", "w=1,4", "--", "sh", "-c", script});
+  ASSERT_EQ(ranked.code, 0) << ranked.err;
+  EXPECT_NE(ranked.out.find("w=4: 4.0x the throughput of the runner-up w=1"), std::string::npos)
+      << ranked.out;
+}
+
+// Point 3: one column per quantity. The job's own samples_per_sec and data_wait are the source of
+// nodus's THROUGHPUT and DATA WAIT, not columns beside them.
+TEST(Truth, TheJobsOwnThroughputAndDataWaitAreNotSecondColumns) {
+  NodusHome home;
+  std::string script =
+      "echo '{{\"samples_per_sec\": 300, \"data_wait\": 0.5, \"loss\": 0.{w}}}' >> "
+      "$NODUS_METRICS";
+  auto r = home.run({"sweep", "--warmup", "0s", "--param", "w=1,4", "--format", "json", "--", "sh",
+                     "-c", script});
+  ASSERT_EQ(r.code, 0) << r.err;
+  auto j = nlohmann::json::parse(r.out.substr(r.out.find('{')));
+  const auto& cell = j["cells"][0];
+  EXPECT_EQ(cell["throughput"], 300) << cell;
+  EXPECT_EQ(cell["data_wait"], 0.5) << cell;
+  EXPECT_FALSE(cell.contains("samples_per_sec")) << cell;
+  EXPECT_FALSE(cell.contains("metric_data_wait")) << cell;
+  EXPECT_EQ(cell["loss"], 0.1) << cell;  // a quantity nodus does not measure stays a column
+  auto table = home.run({"show", "s1"});
+  EXPECT_EQ(table.out.find("samples_per_sec"), std::string::npos) << table.out;
 }
 
 // Point 6: `run --dry-run` says what would run and what it could cost, and runs nothing.

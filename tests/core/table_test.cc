@@ -21,7 +21,7 @@ TEST(Table, TextAlignsAndMarks) {
 }
 
 TEST(Table, CsvUsesRawValuesAndQuotes) {
-  EXPECT_EQ(sample().render(Format::kCsv), "name,cost,schema_version\n\"a,b\",1.0,1\nc|d,12.5,1\n");
+  EXPECT_EQ(sample().render(Format::kCsv), "name,cost,schema_version\n\"a,b\",1.0,2\nc|d,12.5,2\n");
 }
 
 TEST(Table, CsvNeverCarriesTerminalEscapesOrFormulas) {
@@ -65,8 +65,8 @@ TEST(Table, EveryDeclaredColumnInEveryMachineRowNullWhenAbsentUndeclaredKeysDrop
   t.add_row({"1", "-"}, {{"a", 1}, {"extra", true}});  // no b, no c
   auto j = nlohmann::json::parse(t.render(Format::kJson));
   EXPECT_EQ(j[0],
-            (nlohmann::json{{"a", 1}, {"b", nullptr}, {"c", nullptr}, {"schema_version", 1}}));
-  EXPECT_EQ(t.render(Format::kCsv), "a,b,c,schema_version\n1,,,1\n");
+            (nlohmann::json{{"a", 1}, {"b", nullptr}, {"c", nullptr}, {"schema_version", 2}}));
+  EXPECT_EQ(t.render(Format::kCsv), "a,b,c,schema_version\n1,,,2\n");
   EXPECT_EQ(t.render(Format::kTable), "A  B\n1  -\n");  // machine-only c never in the table
 }
 
@@ -75,7 +75,7 @@ TEST(Table, AnIfAnyColumnShowsOnlyWhenSomeRowHasAValue) {
   empty.add_row({"x", "-"}, {{"a", "x"}});
   EXPECT_EQ(empty.render(Format::kTable), "A\nx\n");
   EXPECT_EQ(empty.render(Format::kMd), "| A |\n| --- |\n| x |\n");
-  EXPECT_EQ(empty.render(Format::kCsv), "a,u,schema_version\nx,,1\n");
+  EXPECT_EQ(empty.render(Format::kCsv), "a,u,schema_version\nx,,2\n");
   Table some({{"a", "A"}, {"u", "UTIL", true, Show::kIfAny}});
   some.add_row({"x", "-"}, {{"a", "x"}});
   some.add_row({"y", "40"}, {{"a", "y"}, {"u", 0.4}});
@@ -96,7 +96,7 @@ TEST(Table, FieldsDeclareAListingOnce) {
        [](const Row& r) { return or_null(r.v); }},
   };
   Table t = make_table(fields, std::vector<Row>{{"", 2.0}, {"b", std::nullopt}});
-  EXPECT_EQ(t.render(Format::kCsv), "name,v,schema_version\n,2.0,1\nb,,1\n");
+  EXPECT_EQ(t.render(Format::kCsv), "name,v,schema_version\n,2.0,2\nb,,2\n");
   auto j = nlohmann::json::parse(t.render(Format::kJson));
   EXPECT_TRUE(j[0]["name"].is_null());  // "" is null: absent, one type
   EXPECT_TRUE(j[1]["v"].is_null());

@@ -97,6 +97,32 @@ TEST(PythonJobs, AnUnmodifiedScriptSweptOverWorkersGetsEveryFigureAndEndsZero) {
       << show.out;
 }
 
+// Issue 29 point 7: --stop-early acts on the figures the table shows, the hook's included (before:
+// over an unmodified script the second cell ran at 2-3x the first's cost per sample to the end).
+TEST(PythonJobs, StopEarlyActsOnTheHooksFiguresOfAnUnmodifiedScript) {
+  REQUIRE_TORCH();
+  NodusHome home;
+  // workers=2 keeps ahead of the 10 ms step; workers=0 adds ~19 ms of loading to each: about 3x
+  // the cost per sample, well past the 1.5 factor.
+  auto r = home.run({"sweep",        "--gpu",     "TEST",     "--parallel", "1",
+                     "--stop-early", "1.5",       "--warmup", "1s",         "--param",
+                     "workers=2,0",  "--grace",   "2s",       "--timeout",  "120s",
+                     "--format",     "json",      "--",       kPython,      kData + "plain_loop.py",
+                     "--workers",    "{workers}", "--steps",  "600",        "--sample-ms",
+                     "1.2",          "--step-ms", "10"},
+                    gpu_env(home, 40));
+  ASSERT_EQ(r.code, 0) << r.err << r.out;
+  auto j = nlohmann::json::parse(r.out.substr(r.out.find('{')));
+  ASSERT_EQ(j["cells"].size(), 2u);
+  EXPECT_EQ(j["cells"][0]["status"], "completed") << j["cells"][0];
+  EXPECT_EQ(j["cells"][1]["status"], "stopped-early") << j["cells"][1];
+  auto second = show_json(home, "2");
+  EXPECT_NE(second["note"].get<std::string>().find("stopped early: its steady cost per sample"),
+            std::string::npos)
+      << second["note"];
+  EXPECT_NE(r.err.find("stopped early"), std::string::npos) << r.err;
+}
+
 TEST(PythonJobs, ATimeoutStillShowsWhatWasMeasuredMarked) {
   REQUIRE_TORCH();
   NodusHome home;

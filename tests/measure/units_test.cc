@@ -86,6 +86,11 @@ TEST(Phases, WarmupParsesBatchesOrDurations) {
   EXPECT_EQ(telemetry::parse_warmup("20")->batches, 20);
   EXPECT_DOUBLE_EQ(*telemetry::parse_warmup("5s")->seconds, 5);
   EXPECT_DOUBLE_EQ(*telemetry::parse_warmup("1m")->seconds, 60);
+  // No warm-up: "0s" (and "0", no batches); other durations stay positive.
+  EXPECT_DOUBLE_EQ(*telemetry::parse_warmup("0s")->seconds, 0);
+  EXPECT_EQ(telemetry::parse_warmup("0")->batches, 0);
+  EXPECT_FALSE(telemetry::parse_warmup("-1s").has_value());
+  EXPECT_FALSE(telemetry::parse_warmup("s").has_value());
   EXPECT_FALSE(telemetry::parse_warmup(""));
   EXPECT_FALSE(telemetry::parse_warmup("-3"));
   EXPECT_FALSE(telemetry::parse_warmup("fast"));

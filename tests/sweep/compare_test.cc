@@ -264,7 +264,7 @@ TEST(SweepCompare, RepeatsThatDifferClearlyNameTheBestWithTheTest) {
   auto cells = repeated({495, 497, 494}, {386, 388, 385});
   EXPECT_EQ(best_cell(cells), 0u);
   std::string s = summary_sentence(cells);
-  EXPECT_NE(s.find("w=0: 1.3x the throughput of w=1"), std::string::npos) << s;
+  EXPECT_NE(s.find("w=0: 1.3x the throughput of the runner-up w=1"), std::string::npos) << s;
   EXPECT_NE(s.find("Welch's t-test p < 0.001 over 3 runs each"), std::string::npos) << s;
 }
 
@@ -284,7 +284,8 @@ TEST(SweepCompare, BestCellOfFreeRunsIsTheFastest) {
   auto cells = h200_sweep();
   for (auto& c : cells) c.cost = 0;  // local CPU runs bill nothing
   EXPECT_EQ(best_cell(cells), 4u);
-  EXPECT_EQ(summary_sentence(cells), "num_workers=14: 8.1x the throughput of num_workers=0");
+  EXPECT_EQ(summary_sentence(cells),
+            "num_workers=14: 1.7x the throughput of the runner-up num_workers=8");
 }
 
 TEST(SweepCompare, BestRowIsMarkedWhereverItIsSorted) {
@@ -301,19 +302,71 @@ TEST(SweepCompare, BestRowIsMarkedWhereverItIsSorted) {
   }
 }
 
-TEST(SweepCompare, SummaryComparesBestWithSlowest) {
+// Issue 29 point 2: the best against the runner-up (it was against the slowest: 8.1x where the
+// runner-up was 1.7x behind).
+TEST(SweepCompare, SummaryComparesBestWithTheRunnerUp) {
   EXPECT_EQ(summary_sentence(h200_sweep()),
-            "num_workers=14: 8.1x the throughput of num_workers=0 at 0.12x the cost per sample");
+            "num_workers=14: 1.7x the throughput of the runner-up num_workers=8 at 0.59x the cost "
+            "per sample");
 }
 
-TEST(SweepCompare, SummaryNamesOnlyParamsThatDiffer) {
+// A cell is named by every param that varies in the sweep: two cells never read the same (it
+// was "num_workers=4" for model=small num_workers=4 while model=resnet18 num_workers=4 existed).
+TEST(SweepCompare, SummaryNamesCellsByEveryParamThatVaries) {
   EXPECT_EQ(summary_sentence(two_param_sweep()),
-            "model=small num_workers=4: 5.0x the throughput of model=resnet18 num_workers=0 at "
-            "0.2x the cost per sample");
-  auto cells = two_param_sweep();
-  cells[2].state = "failed";  // the slowest left is model=small num_workers=0
-  EXPECT_EQ(summary_sentence(cells),
-            "num_workers=4: 2.5x the throughput of num_workers=0 at 0.4x the cost per sample");
+            "model=small num_workers=4: 2.5x the throughput of the runner-up model=small "
+            "num_workers=0 at 0.4x the cost per sample");
+  EXPECT_EQ(summary_sentence(two_param_sweep(), {"cost", false})
+                .rfind("model=small num_workers=4: the best cost:min (", 0),
+            0u)
+      << summary_sentence(two_param_sweep(), {"cost", false});
+  EXPECT_NE(summary_sentence(two_param_sweep(), {"cost", false})
+                .find("; runner-up model=small num_workers=0: "),
+            std::string::npos);
+}
+
+// Issue 29 point 2: cells whose rates are warm-up's are marked and never ranked by a rate.
+TEST(SweepCompare, WarmUpOnlyCellsAreMarkedAndNotRanked) {
+  auto cells = h200_sweep();
+  for (auto& c : cells) c.unsteady = "still in warm-up at the end";
+  EXPECT_FALSE(best_cell(cells).has_value());
+  std::string s = summary_sentence(cells);
+  EXPECT_EQ(s.rfind("no best cell: not compared on throughput: num_workers=0, num_workers=2, "
+                    "num_workers=4, num_workers=8, num_workers=14 (still in warm-up at the end): "
+                    "their figures include the warm-up; run more steps or a shorter --warmup",
+                    0),
+            0u)
+      << s;
+  auto t = compare_table(cells, {});
+  ASSERT_TRUE(t.ok());
+  std::string table = t->render(Format::kTable);
+  EXPECT_NE(table.find("completed (warm-up only)"), std::string::npos) << table;
+  EXPECT_EQ(table.find("\n*"), std::string::npos) << table;
+  EXPECT_EQ(t->raw(0)["steady"], false);
+  EXPECT_EQ(t->raw(5)["steady"], nullptr);  // the failed cell
+  // Wall time and cost are whole-job figures: still ranked.
+  EXPECT_EQ(best_cell(cells, {"wall", false}), 4u);
+
+  // One steady cell among warm-up ones is not "the best": nothing was compared with it.
+  cells[1].unsteady.clear();
+  EXPECT_FALSE(best_cell(cells).has_value());
+  EXPECT_EQ(summary_sentence(cells).rfind(
+                "no best cell: only num_workers=2 reached its steady state; not compared on "
+                "throughput: num_workers=0, num_workers=4, ",
+                0),
+            0u)
+      << summary_sentence(cells);
+  // Two steady cells are compared; the others are named as left out.
+  cells[3].unsteady.clear();
+  EXPECT_EQ(best_cell(cells), 3u);
+  EXPECT_EQ(summary_sentence(cells).rfind(
+                "num_workers=8: 3.3x the throughput of the runner-up num_workers=2 at ", 0),
+            0u)
+      << summary_sentence(cells);
+  EXPECT_NE(summary_sentence(cells).find("; not compared on throughput: num_workers=0, "
+                                         "num_workers=4, num_workers=14 (still in warm-up"),
+            std::string::npos)
+      << summary_sentence(cells);
 }
 
 TEST(SweepCompare, NoSummaryWithFewerThanTwoComparableCells) {
@@ -360,7 +413,7 @@ TEST(SweepCompare, UnknownSortColumnListsKeys) {
   EXPECT_EQ(t.error().message,
             "--sort: unknown column 'speed': expected one of cell, num_workers, status, job_id, "
             "wall_s, cost_usd, throughput, usd_per_million_samples, data_wait, util_mean, "
-            "idle_usd, verdict, gpu_seconds, exit_code, best");
+            "idle_usd, verdict, gpu_seconds, exit_code, steady, best");
 }
 
 TEST(SweepCompare, ParamNamedLikeAColumnGetsAPrefixedKey) {

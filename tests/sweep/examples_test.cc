@@ -153,10 +153,7 @@ TEST(SweepExamples, FakeTrainSweepPicksTheMostWorkers) {
   auto table = compare_table(results, {});
   ASSERT_TRUE(table.ok());
   EXPECT_EQ(table->raw(2)["best"], true) << table->render(Format::kTable);
-  EXPECT_EQ(summary_sentence(results).rfind("num_workers=14: 8.1x the throughput of num_workers=0 "
-                                            "at ",
-                                            0),
-            0u)
+  EXPECT_EQ(summary_sentence(results).rfind("num_workers=14: ", 0), 0u)
       << summary_sentence(results);
 }
 
