@@ -599,12 +599,13 @@ Command add_sweep(CLI::App& app) {
                 "nodus sweep -p bs=64..1024:x2 -p lr=1e-4,3e-4 --dry-run -- python train.py "
                 "--bs {bs} --lr {lr}",
                 "nodus sweep --resume s3"});
-  add_run_flags(sub, cmd->f.run);
+  // The grid first: it is what a sweep is (clig.dev: the most used flags lead the help).
   sub->add_option("-p,--param", cmd->f.params,
                   "NAME=VALUES: 4,8,16 | 1..8 | 1..16:4 | 0.1..0.5:0.1 | 64..1024:x2 | "
                   "1e-5..1e-2:log4 (repeatable)")
       ->type_name("NAME=VALUES")
       ->check(param_value());
+  add_run_flags(sub, cmd->f.run);
   sub->add_option("--parallel", cmd->f.parallel,
                   "at most N cells at once (default: as many as the free GPUs allow)")
       ->type_name("N")

@@ -177,5 +177,43 @@ TEST(Truth, ShowHelpExamplesForASweepRun) {
   EXPECT_GE(ran, 1) << help.out;
 }
 
+// Point 6: `sweep --help` leads with --param (it came after 28 run flags).
+TEST(Truth, SweepHelpLeadsWithTheGrid) {
+  NodusHome home;
+  auto help = home.run({"sweep", "--help"});
+  size_t param = help.out.find("-p,--param");
+  ASSERT_NE(param, std::string::npos) << help.out;
+  EXPECT_LT(param, help.out.find("--gpu")) << help.out;
+}
+
+// Point 5: the end of a job is one line: outcome, time, cost and where to look next, without
+// the CPU and containment plumbing (it is in `show`); `wait` says what it waits for; show's
+// throughput is not "436.130000" (a cell that never ran: SweepCompare.ACellThatNeverRan...).
+TEST(Truth, TheOutcomeIsOneLineAndWaitSaysWhatItWaitsFor) {
+  NodusHome home;
+  auto r = home.run({"run", "--", "sh", "-c", "exit 3"});
+  EXPECT_EQ(r.code, 3);
+  const std::string last = r.err.substr(r.err.rfind("nodus: "));
+  EXPECT_EQ(last.rfind("nodus: job 1 failed (exit 3) after ", 0), 0u) << r.err;
+  EXPECT_NE(last.find("; its output: nodus logs 1\n"), std::string::npos) << last;
+  EXPECT_EQ(last.find("contained by"), std::string::npos) << last;
+  EXPECT_EQ(last.find("sched_setaffinity"), std::string::npos) << last;
+  EXPECT_NE(show_json(home, "1")["note"].get<std::string>().find("contained by"),
+            std::string::npos);  // still in the record
+
+  auto detached = home.run({"run", "-d", "--timeout", "1m", "--", "sleep", "1"});
+  ASSERT_EQ(detached.code, 0) << detached.err;
+  auto waited = home.run({"wait", "2"});
+  EXPECT_EQ(waited.code, 0) << waited.err;
+  EXPECT_NE(waited.err.find("nodus: waiting for job 2 "), std::string::npos) << waited.err;
+  EXPECT_NE(waited.err.find("nodus: job 2 completed after "), std::string::npos) << waited.err;
+
+  std::string script = "echo '{{\"samples_per_sec\": 436.13}}' >> $NODUS_METRICS";
+  auto sweep = home.run({"sweep", "--warmup", "0s", "-p", "a=1", "--", "sh", "-c", script});
+  ASSERT_EQ(sweep.code, 0) << sweep.err;
+  auto shown = home.run({"show", "3"});
+  EXPECT_NE(shown.out.find("throughput       436 samples_per_sec"), std::string::npos) << shown.out;
+}
+
 }  // namespace
 }  // namespace nodus::testing

@@ -325,6 +325,23 @@ TEST(SweepCompare, SummaryNamesCellsByEveryParamThatVaries) {
             std::string::npos);
 }
 
+// Issue 29 point 5: a cell that never ran shows no time and no cost ("0ms $0.00" read as a run
+// that cost nothing).
+TEST(SweepCompare, ACellThatNeverRanShowsNoTimeOrCost) {
+  auto cells = h200_sweep();
+  cells[5] = CellResult{};
+  cells[5].index = 5;
+  cells[5].params = {{"num_workers", "16"}};
+  cells[5].state = "not run";
+  auto t = compare_table(cells, {});
+  ASSERT_TRUE(t.ok());
+  std::string table = t->render(Format::kTable);
+  std::string row = table.substr(table.find("not run"));
+  row = row.substr(0, row.find('\n'));
+  EXPECT_EQ(row.find("0ms"), std::string::npos) << row;
+  EXPECT_EQ(row.find("$0.00"), std::string::npos) << row;
+}
+
 // Issue 29 point 2: cells whose rates are warm-up's are marked and never ranked by a rate.
 TEST(SweepCompare, WarmUpOnlyCellsAreMarkedAndNotRanked) {
   auto cells = h200_sweep();
