@@ -349,6 +349,9 @@ struct SweepCommand {
       store = open_store();
       resumed = store->find_sweep(f.resume);
       if (!resumed) throw Fatal("--resume: unknown sweep '" + f.resume + "': see nodus sweeps");
+      if (!resumed->damaged.empty())
+        throw Fatal("--resume " + sweep_label(*resumed) + ": " + resumed->damaged +
+                    "; it cannot be resumed: run the sweep's command again");
       if (resumed->state == "running" &&
           store::process_alive(resumed->supervisor_pid, resumed->supervisor_start))
         throw Fatal("--resume " + sweep_label(*resumed) + ": the sweep is still running (pid " +

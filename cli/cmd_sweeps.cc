@@ -32,6 +32,7 @@ struct SweepsCommand {
         s.state = "interrupted";  // its nodus process died; --resume picks it up
         store->update_sweep(s);
       }
+      if (!s.damaged.empty()) std::fprintf(stderr, "nodus: %s\n", s.damaged.c_str());
       auto cells = store->sweep_cells(s.id);
       // As sacct keeps COMPLETED, FAILED and CANCELLED/TIMEOUT apart: a cell a limit or a user
       // stopped did not fail.

@@ -20,6 +20,7 @@ std::string sweep_objective(const store::SweepRecord& sweep, const std::string& 
 
 void print_sweep(store::Store& store, const store::SweepRecord& sweep, const SweepView& view,
                  Format format) {
+  if (!sweep.damaged.empty()) std::fprintf(stderr, "nodus: %s\n", sweep.damaged.c_str());
   SweepResults results = load_sweep_results(store, sweep);
   sweep::CompareOptions options;
   options.sort = view.sort;

@@ -41,6 +41,10 @@ struct SweepRecord {
   std::optional<double> ended_at;
   int64_t supervisor_pid = 0;
   int64_t supervisor_start = 0;
+  // Set on reading, never stored: the columns of this row that could not be read ("the store's
+  // definition of sweep 3 is unreadable (not JSON)"); they are read empty, so that one damaged
+  // row does not make every listing fail. Such a sweep cannot be resumed.
+  std::string damaged;
 };
 
 // Derived per-job figures (telemetry summary, throughput); filled when the job ends.

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "core/json_input.h"
 #include "store/impl.h"
 #include "store/job_rows.h"
 
@@ -21,13 +22,26 @@ SweepRecord read_sweep(Db& db, const Stmt& s) {
   r.id = s.i64(0);
   r.name = s.text(1);
   r.backend = s.text(2);
-  try {
-    r.argv =
-        parse_json_column(db, s.text(3), "sweeps", r.id, "argv").get<std::vector<std::string>>();
-  } catch (const nlohmann::json::exception& e) {
-    db.fail_message("sweep " + std::to_string(r.id) + " has a malformed argv: " + e.what());
+  // A damaged column (a hand edit, a bad disk) is read empty and named, as for jobs.
+  auto damaged = [&](const char* column, const char* why) {
+    r.damaged += std::string(r.damaged.empty() ? "" : "; ") + "the store's " + column +
+                 " of sweep s" + std::to_string(r.id) + " is unreadable (" + why + "): shown empty";
+  };
+  auto argv = parse_untrusted_json(s.text(3));
+  if (argv.is_discarded()) {
+    damaged("argv", "not JSON");
+  } else {
+    try {
+      r.argv = argv.get<std::vector<std::string>>();
+    } catch (const nlohmann::json::exception&) {
+      damaged("argv", "JSON of the wrong shape");
+    }
   }
-  r.definition = parse_json_column(db, s.text(4), "sweeps", r.id, "definition");
+  r.definition = parse_untrusted_json(s.text(4));
+  if (!r.definition.is_object()) {
+    damaged("definition", r.definition.is_discarded() ? "not JSON" : "JSON of the wrong shape");
+    r.definition = nlohmann::json::object();
+  }
   r.definition_hash = s.text(5);
   r.state = s.text(6);
   r.budget = s.opt_f64(7);
@@ -70,14 +84,25 @@ void Store::update_sweep(const SweepRecord& s) {
   auto lock = impl_->lock();
   Db& db = impl_->db;
   Transaction tx(db, Transaction::Mode::kImmediate);
-  db.prepare(
-        "UPDATE sweeps SET name = ?, backend = ?, argv = ?, definition = ?, definition_hash = ?, "
-        "state = ?, budget = ?, created_at = ?, ended_at = ?, supervisor_pid = ?, "
-        "supervisor_start = ? WHERE id = ?")
-      .bind_all(s.name, s.backend, dump(nlohmann::json(redact_argv(s.argv))), dump(s.definition),
-                s.definition_hash, s.state, s.budget, s.created_at, s.ended_at, s.supervisor_pid,
-                s.supervisor_start, s.id)
-      .run();
+  if (!s.damaged.empty()) {
+    // Read damaged: the empty argv and definition it was read with never replace what is
+    // stored (it may still be repaired by hand).
+    db.prepare(
+          "UPDATE sweeps SET name = ?, backend = ?, definition_hash = ?, state = ?, budget = ?, "
+          "created_at = ?, ended_at = ?, supervisor_pid = ?, supervisor_start = ? WHERE id = ?")
+        .bind_all(s.name, s.backend, s.definition_hash, s.state, s.budget, s.created_at, s.ended_at,
+                  s.supervisor_pid, s.supervisor_start, s.id)
+        .run();
+  } else {
+    db.prepare(
+          "UPDATE sweeps SET name = ?, backend = ?, argv = ?, definition = ?, definition_hash = ?, "
+          "state = ?, budget = ?, created_at = ?, ended_at = ?, supervisor_pid = ?, "
+          "supervisor_start = ? WHERE id = ?")
+        .bind_all(s.name, s.backend, dump(nlohmann::json(redact_argv(s.argv))), dump(s.definition),
+                  s.definition_hash, s.state, s.budget, s.created_at, s.ended_at, s.supervisor_pid,
+                  s.supervisor_start, s.id)
+        .run();
+  }
   if (db.changes() == 0) db.fail_message("no sweep " + std::to_string(s.id) + " to update");
   tx.commit();
 }

@@ -274,6 +274,44 @@ TEST(StoreJobs, AFailedWriteLeavesNoRow) {
   EXPECT_EQ(store->jobs(testing::every_job()).size(), 1u);
 }
 
+// Issue 28: a damaged sweep row (argv not JSON, a definition that is not an object) is read with
+// those columns empty and named, so `sweeps` and `show` keep working; an update of the row (the
+// state) never overwrites what is stored with the empty values.
+TEST(StoreJobs, ADamagedSweepRowIsReadEmptyNamedAndNotOverwritten) {
+  testing::TempDir dir;
+  auto store = Store::open(dir.db());
+  const int64_t bad = store->insert_sweep(a_sweep("bad"));
+  const int64_t good = store->insert_sweep(a_sweep("good"));
+  {
+    Db raw(dir.db(), std::chrono::seconds(1));
+    raw.exec("UPDATE sweeps SET argv = 'not json{', definition = '[1]' WHERE id = " +
+             std::to_string(bad));
+  }
+  auto list = store->sweeps(10);
+  ASSERT_EQ(list.size(), 2u);
+  auto damaged = store->sweep(bad);
+  ASSERT_TRUE(damaged);
+  EXPECT_TRUE(damaged->argv.empty());
+  EXPECT_TRUE(damaged->definition.is_object());
+  EXPECT_EQ(damaged->damaged, "the store's argv of sweep s" + std::to_string(bad) +
+                                  " is unreadable (not JSON): shown empty; the store's definition "
+                                  "of sweep s" +
+                                  std::to_string(bad) +
+                                  " is unreadable (JSON of the wrong shape): shown empty");
+  damaged->state = "interrupted";
+  store->update_sweep(*damaged);
+  {
+    Db raw(dir.db(), std::chrono::seconds(1));
+    auto stmt = raw.prepare("SELECT argv, definition, state FROM sweeps WHERE id = ?");
+    stmt.bind_all(bad);
+    ASSERT_TRUE(stmt.step());
+    EXPECT_EQ(stmt.text(0), "not json{");
+    EXPECT_EQ(stmt.text(1), "[1]");
+    EXPECT_EQ(stmt.text(2), "interrupted");
+  }
+  EXPECT_TRUE(store->sweep(good)->damaged.empty());
+}
+
 }  // namespace
 }  // namespace nodus::store
 
