@@ -93,6 +93,27 @@ Result<void> check_image(const ContainerEngine& engine, const std::string& image
                           125);
 }
 
+Result<void> check_runtime(const ContainerEngine& engine, const std::string& image,
+                           const std::vector<std::string>& env, std::chrono::milliseconds timeout) {
+  if (engine.name != "podman") return {};
+  auto r = run_capture(
+      {engine.path, "info", "--format", "{{.Host.OCIRuntime.Name}} {{.Host.CgroupsVersion}}"}, env,
+      timeout);
+  if (!r.ok() || r->timed_out || r->exit_code != 0) return {};
+  if (trim(r->out) != "crun v1") return {};
+  auto mountinfo = read_small_file("/proc/self/mountinfo");
+  auto mount = mountinfo ? cgroup2_mount(*mountinfo) : std::nullopt;
+  if (!mount) return {};  // pure cgroup v1: crun runs there
+  return Error::permanent("--image " + image +
+                              ": podman's OCI runtime is crun, which refuses this host's hybrid "
+                              "cgroups (v1, and cgroup2 at " +
+                              *mount +
+                              "): \"cgroups in hybrid mode not supported\"; install runc and set "
+                              "runtime = \"runc\" under [engine] in "
+                              "/etc/containers/containers.conf (docs/containers.md)",
+                          125);
+}
+
 std::string container_cgroup_parent(const std::string& job_cgroup_path) {
   if (job_cgroup_path.empty()) return "";
   auto mountinfo = read_small_file("/proc/self/mountinfo");

@@ -33,6 +33,14 @@ Result<ContainerEngine> find_container_engine(const std::string& image,
 Result<void> check_image(const ContainerEngine& engine, const std::string& image,
                          const std::vector<std::string>& env, std::chrono::milliseconds timeout);
 
+// Whether the engine's OCI runtime can run a container on this host, as far as it can be told
+// before one runs (and is billed): podman with crun on a hybrid cgroup host (cgroup v1 with a
+// cgroup2 mount too, /sys/fs/cgroup/unified) fails every container ("cgroups in hybrid mode not
+// supported"); runc works there. Otherwise an Error (exit code 125), one line naming the cause
+// and the fix. Docker, and what `podman info` cannot say, pass.
+Result<void> check_runtime(const ContainerEngine& engine, const std::string& image,
+                           const std::vector<std::string>& env, std::chrono::milliseconds timeout);
+
 // The folder podman's containers of this job are made in (--cgroup-parent): the job's own
 // cgroup, as a path under the cgroup2 mount ("/nodus/job-..."), so that the container's
 // processes (started by conmon, not by the job's process) are inside the job's cgroup and its

@@ -134,6 +134,8 @@ Result<void> LocalBackend::submit(JobRecord& job, const LaunchSpec& spec) {
     if (!engine.ok()) return engine.error();
     if (auto image = check_image(*engine, job.image, env, kEngineProbeTimeout); !image.ok())
       return image.error();
+    if (auto runtime = check_runtime(*engine, job.image, env, kEngineProbeTimeout); !runtime.ok())
+      return runtime.error();
     std::error_code ec;
     std::filesystem::path dir = job.workdir.empty() ? std::filesystem::current_path(ec)
                                                     : std::filesystem::absolute(job.workdir, ec);
