@@ -4,7 +4,8 @@
 #   demo:  build + PyTorch for examples/train.py
 #   test:  demo + Chromium (report tests), clang-format and shellcheck (scripts/lint.sh), and the
 #          Slurm test cluster's packages (scripts/slurm-dev-cluster.sh; it installs them itself
-#          when missing): Slurm 22.05, slurmrestd, munge, slurmdbd and MariaDB for accounting
+#          when missing): Slurm 22.05, slurmrestd, munge, slurmdbd and MariaDB for accounting;
+#          podman, runc and busybox-static for the live --image tests (docs/containers.md)
 set -euo pipefail
 profile=${1:-build}
 pkgs=(g++ cmake ninja-build pkg-config libcurl4-openssl-dev nlohmann-json3-dev libcli11-dev
@@ -15,7 +16,7 @@ case "$profile" in
   demo) pkgs+=(python3-torch) ;;
   test)
     pkgs+=(python3-torch chromium procps clang-format shellcheck tmux curl slurm-wlm slurmrestd munge
-           slurm-wlm-jwt-plugin slurmdbd mariadb-server) ;;
+           slurm-wlm-jwt-plugin slurmdbd mariadb-server podman runc busybox-static) ;;
   *) echo "install-deps.sh: unknown profile '$profile': expected build, demo or test" >&2; exit 2 ;;
 esac
 missing=()

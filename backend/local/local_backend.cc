@@ -53,6 +53,7 @@ struct LocalJob {
   std::mutex signal_mu;
   std::optional<ContainerEngine> engine;
   std::string container_name;
+  std::string container_cgroup;  // --cgroup-parent, "" when none (container.h)
   std::vector<std::string> env;
   Sentinel sentinel;                // kills the tree if this supervisor dies first or is late
   bool sentinel_lost = false;       // it died while the job ran: reaped, no longer watched
@@ -126,17 +127,21 @@ Result<void> LocalBackend::submit(JobRecord& job, const LaunchSpec& spec) {
   overrides[kTreeTokenEnv] = token;
   std::vector<std::string> env = merged_environment(overrides);
   std::vector<std::string> argv = job.argv;
+  std::string container_dir;  // the workdir mounted into the container, with --image
 
   if (!job.image.empty()) {
     auto engine = find_container_engine(job.image, env, kEngineProbeTimeout);
     if (!engine.ok()) return engine.error();
+    if (auto image = check_image(*engine, job.image, env, kEngineProbeTimeout); !image.ok())
+      return image.error();
+    if (auto runtime = check_runtime(*engine, job.image, env, kEngineProbeTimeout); !runtime.ok())
+      return runtime.error();
     std::error_code ec;
     std::filesystem::path dir = job.workdir.empty() ? std::filesystem::current_path(ec)
                                                     : std::filesystem::absolute(job.workdir, ec);
     if (ec) return Error::permanent("--image " + job.image + ": workdir: " + ec.message(), 125);
     j->container_name = "nodus-" + token;
-    argv = container_run_argv(*engine, j->container_name, job, spec.env,
-                              dir.lexically_normal().string());
+    container_dir = dir.lexically_normal().string();
     j->engine = *engine;
     j->env = env;
   }
@@ -177,6 +182,12 @@ Result<void> LocalBackend::submit(JobRecord& job, const LaunchSpec& spec) {
       j->cgroup = std::move(*made);
     else
       why_no_cgroup = made.error().message;
+  }
+  // The container's processes go into the job's cgroup (container.h), so the argv waits for it.
+  if (j->engine) {
+    j->container_cgroup = container_cgroup_parent(j->cgroup.path());
+    argv = container_run_argv(*j->engine, j->container_name, job, spec.env, container_dir,
+                              j->container_cgroup);
   }
   // Disjoint CPUs for jobs that share the host's GPUs (cpuset.h).
   std::vector<int> cpus;
@@ -231,8 +242,12 @@ Result<void> LocalBackend::submit(JobRecord& job, const LaunchSpec& spec) {
   j->sentinel = start_sentinel({0, token, j->cgroup.path(), end_fd});
   if (end_fd >= 0) ::close(end_fd);
   j->end_path = spec.log_path.empty() ? "" : end_time_path(spec.log_path);
-  auto launched =
-      launch({argv, env, job.workdir, out[1], err[1], j->cgroup.procs_fd(), std::move(cpus)});
+  // With --cgroup-parent the engine's client (and the conmon it starts) stay outside the job's
+  // cgroup and only the container's processes are in it: a cgroup.kill (the sentinel's, when
+  // this process is SIGKILLed) then leaves conmon alive to see the container end and run
+  // podman's --rm cleanup, instead of a stale "Up" container in `podman ps -a`.
+  const int procs_fd = j->container_cgroup.empty() ? j->cgroup.procs_fd() : -1;
+  auto launched = launch({argv, env, job.workdir, out[1], err[1], procs_fd, std::move(cpus)});
   ::close(out[1]);
   ::close(err[1]);
   if (!launched.ok()) {
@@ -429,6 +444,10 @@ Result<void> LocalBackend::kill(JobRecord& job) {
     add_note(job, kill_gpu_holders(j.pid));
   }
   auto killed = kill_job(j, kKillLimit);
+  if (j.engine) {
+    remove_container(*j.engine, j.container_name, j.env);
+    remove_container_cgroups(j.container_cgroup);
+  }
   if (!killed.ok()) return killed;
   std::lock_guard lock(j.signal_mu);
   dismiss_sentinel(j.sentinel);

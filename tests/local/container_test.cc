@@ -3,7 +3,11 @@
 #include "backend/local/container.h"
 
 #include <gtest/gtest.h>
+#include <sys/resource.h>
 
+#include <algorithm>
+
+#include "backend/local/cgroup.h"
 #include "backend/local/launch.h"
 #include "backend/local/local_backend.h"
 #include "local_test_util.h"
@@ -23,6 +27,25 @@ void write_broken_docker(const TempDir& bin) {
              "docker daemon running?' >&2\nexit 1\n",
              true);
 }
+
+// The job's own limits, as the container gets them ("--ulimit nofile=S:H --ulimit nproc=S:H"),
+// nproc at most `most_procs`.
+std::vector<std::string> ulimits(rlim_t most_procs) {
+  auto arg = [](const char* name, int resource, rlim_t most) {
+    rlimit rl{};
+    EXPECT_EQ(::getrlimit(resource, &rl), 0);
+    auto v = [most](rlim_t x) {
+      x = std::min(x, most);
+      return x == RLIM_INFINITY ? std::string("-1") : std::to_string(x);
+    };
+    return std::string(name) + "=" + v(rl.rlim_cur) + ":" + v(rl.rlim_max);
+  };
+  return {"--ulimit", arg("nofile", RLIMIT_NOFILE, RLIM_INFINITY), "--ulimit",
+          arg("nproc", RLIMIT_NPROC, most_procs)};
+}
+
+// The cgroup a submitted job's note names, "" when none.
+std::string job_cgroup_of(const JobRecord& job) { return cgroup_from_note(job.note); }
 
 TEST(ContainerEngine, BrokenDockerAndNoPodmanIsAnErrorNamingBoth) {
   TempDir bin;
@@ -94,19 +117,38 @@ TEST(ContainerEngine, PodmanIsPreferredAndGetsTheJob) {
   ASSERT_TRUE(backend->submit(job, spec).ok());
   EXPECT_EQ(wait_exit(*backend, job, 30s).outcome.exit_code, 0);
   ASSERT_GE(lines.size(), 6u);
-  ASSERT_EQ(lines[0], "run");
-  EXPECT_EQ(lines[1], "--rm");
-  EXPECT_EQ(lines[2], "--init");
-  EXPECT_EQ(lines[3], "--name");
-  EXPECT_EQ(lines[4].rfind("nodus-", 0), 0u);
-  std::vector<std::string> rest(lines.begin() + 5, lines.end());
+  // Where the job has a cgroup without controllers (a hybrid host, as CI) the container goes
+  // into it, which takes cgroupfs's form of --cgroup-parent.
+  const std::string cgroup = job_cgroup_of(job);
+  const bool in_cgroup = !container_cgroup_parent(cgroup).empty();
+  size_t at = 0;
+  if (in_cgroup) {
+    ASSERT_EQ(lines[0], "--cgroup-manager");
+    EXPECT_EQ(lines[1], "cgroupfs");
+    at = 2;
+  }
+  ASSERT_EQ(lines[at], "run");
+  EXPECT_EQ(lines[at + 1], "--rm");
+  EXPECT_EQ(lines[at + 2], "--init");
+  EXPECT_EQ(lines[at + 3], "--name");
+  EXPECT_EQ(lines[at + 4].rfind("nodus-", 0), 0u);
+  at += 5;
+  if (in_cgroup) {
+    ASSERT_EQ(lines[at], "--cgroup-parent");
+    EXPECT_EQ(lines[at + 1], container_cgroup_parent(cgroup));
+    EXPECT_EQ(lines[at + 1].rfind("/", 0), 0u) << lines[at + 1];
+    at += 2;
+  }
+  std::vector<std::string> rest(lines.begin() + static_cast<long>(at), lines.end());
   const std::string dir = std::filesystem::path(work.path()).lexically_normal().string();
-  std::vector<std::string> expected = {"-e", "PATH", "-e", "SECRET", "-v", dir + ":" + dir, "-w",
-                                       dir, "--device", "nvidia.com/gpu=2", "--device",
-                                       "nvidia.com/gpu=3", "--", "pytorch/pytorch", "python",
-                                       "train.py", "--lr", "0.1",
-                                       // the value reaches the engine by its environment
-                                       "SECRET=s3cr3t"};
+  std::vector<std::string> expected = ulimits(32768);
+  const std::vector<std::string> tail = {"-e", "PATH", "-e", "SECRET", "-v", dir + ":" + dir, "-w",
+                                         dir, "--device", "nvidia.com/gpu=2", "--device",
+                                         "nvidia.com/gpu=3", "--", "pytorch/pytorch", "python",
+                                         "train.py", "--lr", "0.1",
+                                         // the value reaches the engine by its environment
+                                         "SECRET=s3cr3t"};
+  expected.insert(expected.end(), tail.begin(), tail.end());
   EXPECT_EQ(rest, expected);
 }
 
@@ -117,24 +159,17 @@ TEST(ContainerRunArgv, DockerGetsGpusAsOneQuotedDeviceList) {
   job.gpu_indices = {0, 1};
   auto argv = container_run_argv({"docker", "/usr/bin/docker"}, "nodus-1.2", job,
                                  {{"NVIDIA_VISIBLE_DEVICES", "0,1"}, {"NODUS_JOB_ID", "7"}}, "/w");
-  std::vector<std::string> expected = {"/usr/bin/docker",
-                                       "run",
-                                       "--rm",
-                                       "--init",
-                                       "--name",
-                                       "nodus-1.2",
-                                       "-e",
-                                       "NODUS_JOB_ID",
-                                       "-v",
-                                       "/w:/w",
-                                       "-w",
-                                       "/w",
-                                       "--gpus",
-                                       "\"device=0,1\"",
-                                       "--",
-                                       "nvidia/cuda:12.4.0-base-ubuntu22.04",
-                                       "nvidia-smi"};
+  std::vector<std::string> expected = {"/usr/bin/docker", "run",    "--rm",
+                                       "--init",          "--name", "nodus-1.2"};
+  for (const std::string& a : ulimits(RLIM_INFINITY)) expected.push_back(a);
+  for (const char* a : {"-e", "NODUS_JOB_ID", "-v", "/w:/w", "-w", "/w", "--gpus", "\"device=0,1\"",
+                        "--", "nvidia/cuda:12.4.0-base-ubuntu22.04", "nvidia-smi"})
+    expected.push_back(a);
   EXPECT_EQ(argv, expected);
+  // No cgroup parent for docker: its daemon, not the job, starts the container.
+  EXPECT_EQ(container_run_argv({"docker", "/usr/bin/docker"}, "nodus-1.2", job, {}, "/w",
+                               "/nodus/job-1.2")[1],
+            "run");
 }
 
 }  // namespace
