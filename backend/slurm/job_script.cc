@@ -75,48 +75,16 @@ std::string enforcer(const engine::StopPlan& plan, const std::vector<std::string
 }
 nodus_env=(/usr/bin/env -i "SLURM_CONF=${SLURM_CONF-}" SLURM_TIME_FORMAT=%s LC_ALL=C)
 nodus_tool timeout && nodus_timeout=$nodus_path || { echo "nodus: no timeout(1) on this node: the job does not run" >&2; exit 126; }
-nodus_info= nodus_ctld=
-if [[ -n ${SLURM_JOB_ID-} ]] && nodus_tool scontrol; then
-  nodus_info=$("${nodus_env[@]}" "$nodus_path" -o show job "$SLURM_JOB_ID" 2>/dev/null)
-fi
-if [[ $nodus_info =~ (^| )Restarts=([1-9][0-9]*) ]]; then
-  echo "nodus: Slurm requeued this job (restart ${BASH_REMATCH[2]}): a bounded job runs once, on the clock of its first run; this run ends here" >&2
-  nodus_tool scancel && "${nodus_env[@]}" "$nodus_path" "$SLURM_JOB_ID" 2>/dev/null
-  exit 125
-fi
-nodus_start=
-[[ $nodus_info =~ (^| )StartTime=([0-9]+)( |$) ]] && nodus_start=${BASH_REMATCH[2]}
-[[ -n $nodus_start ]] && nodus_tool sdiag &&
-  [[ $("${nodus_env[@]}" "$nodus_path" 2>/dev/null) =~ output\ at\ [^\(]*\(([0-9]+)\) ]] &&
-  nodus_ctld=${BASH_REMATCH[1]}
-nodus_now=$(/usr/bin/env -i /bin/date +%s%3N)
-[[ $nodus_now =~ ^[0-9]+$ ]] || nodus_now=
-if [[ -n $nodus_ctld ]]; then
-  if [[ -z $nodus_now ]] || ((nodus_now / 1000 - nodus_ctld > 1 || nodus_ctld - nodus_now / 1000 > 1)); then
-    echo "nodus: this node's clock is ${nodus_now:+$((nodus_now / 1000 - nodus_ctld)) s }off slurmctld's: the deadline is counted from slurmctld's" >&2
-    nodus_now=$((nodus_ctld * 1000 + 500))
-  fi
-elif [[ -n $nodus_start ]]; then
-  echo "nodus: slurmctld's time is not available (sdiag): the deadline is counted on this node's clock" >&2
-fi
-[[ -n $nodus_now ]] || nodus_now=$(( $(printf '%(%s)T' -1) * 1000 ))
-[[ -n $nodus_start ]] || nodus_start=$((nodus_now / 1000))
-nodus_left=$((nodus_start * 1000 + nodus_term_ms - nodus_now))
-((nodus_left > 0)) || nodus_left=1
-nodus_sec() { printf '%d.%03d' $(($1 / 1000)) $(($1 % 1000)); }
-nodus_chain=("$nodus_timeout")
-if ((nodus_after_ms < 1)); then nodus_chain+=(-s KILL); else nodus_chain+=(-s TERM -k "$(nodus_sec "$nodus_after_ms")"); fi
-nodus_chain+=("$(nodus_sec "$nodus_left")")
 nodus_ns=(--pid --fork --mount-proc --kill-child)
 ((EUID == 0)) || nodus_ns=(--user --map-current-user "${nodus_ns[@]}")
 if nodus_tool unshare && nodus_unshare=$nodus_path &&
   /usr/bin/env -i "$nodus_unshare" "${nodus_ns[@]}" "$nodus_timeout" 0 /usr/bin/env true 2>/dev/null; then
-  nodus_chain=("$nodus_timeout" -s KILL "$(nodus_sec $((nodus_left + nodus_after_ms + 500)))" "$nodus_unshare" "${nodus_ns[@]}" "${nodus_chain[@]}")
   nodus_hops=2
 else
   echo "nodus: cannot run the enforcer out of the job's reach (unshare ${nodus_ns[*]} is not permitted here): a job that stops it (SIGSTOP) runs on to Slurm's time limit" >&2
   nodus_hops=0
 fi
+nodus_sec() { printf -v nodus_s '%d.%03d' $(($1 / 1000)) $(($1 % 1000)); }
 # Hands signal $1 on to the enforcer that is the job's parent (found through /proc, outside the
 # job's namespace): it passes TERM, INT, HUP and QUIT on to the job's process group (and KILLs
 # it after the grace); USR1 and USR2 go to that group directly.
@@ -136,6 +104,43 @@ nodus_pass() {
 }
 nodus_pid=
 for nodus_sig in TERM INT HUP QUIT USR1 USR2; do trap "nodus_pass $nodus_sig" $nodus_sig; done
+nodus_info= nodus_ctld=
+if [[ -n ${SLURM_JOB_ID-} ]] && nodus_tool scontrol; then
+  nodus_info=$("${nodus_env[@]}" "$nodus_path" -o show job "$SLURM_JOB_ID" 2>/dev/null)
+fi
+if [[ $nodus_info =~ (^| )Restarts=([1-9][0-9]*) ]]; then
+  echo "nodus: Slurm requeued this job (restart ${BASH_REMATCH[2]}): a bounded job runs once, on the clock of its first run; this run ends here" >&2
+  nodus_tool scancel && "${nodus_env[@]}" "$nodus_path" "$SLURM_JOB_ID" 2>/dev/null
+  exit 125
+fi
+nodus_start=
+[[ $nodus_info =~ (^| )StartTime=([0-9]+)( |$) ]] && nodus_start=${BASH_REMATCH[2]}
+[[ -n $nodus_start ]] && nodus_tool sdiag &&
+  [[ $("${nodus_env[@]}" "$nodus_path" 2>/dev/null) =~ output\ at\ [^\(]*\(([0-9]+)\) ]] &&
+  nodus_ctld=${BASH_REMATCH[1]}
+# This node's clock, in ms: bash's own (no process to start), else date's.
+nodus_now=${EPOCHREALTIME//[!0-9]/}
+[[ $nodus_now =~ ^[0-9]{16,}$ ]] && nodus_now=$((10#$nodus_now / 1000)) || nodus_now=$(/usr/bin/env -i /bin/date +%s%3N)
+[[ $nodus_now =~ ^[0-9]+$ ]] || nodus_now=
+if [[ -n $nodus_ctld ]]; then
+  if [[ -z $nodus_now ]] || ((nodus_now / 1000 - nodus_ctld > 1 || nodus_ctld - nodus_now / 1000 > 1)); then
+    echo "nodus: this node's clock is ${nodus_now:+$((nodus_now / 1000 - nodus_ctld)) s }off slurmctld's: the deadline is counted from slurmctld's" >&2
+    nodus_now=$((nodus_ctld * 1000 + 500))
+  fi
+elif [[ -n $nodus_start ]]; then
+  echo "nodus: slurmctld's time is not available (sdiag): the deadline is counted on this node's clock" >&2
+fi
+[[ -n $nodus_now ]] || nodus_now=$(( $(printf '%(%s)T' -1) * 1000 ))
+[[ -n $nodus_start ]] || nodus_start=$((nodus_now / 1000))
+nodus_left=$((nodus_start * 1000 + nodus_term_ms - nodus_now))
+((nodus_left > 0)) || nodus_left=1
+nodus_chain=("$nodus_timeout")
+if ((nodus_after_ms < 1)); then nodus_chain+=(-s KILL); else nodus_sec "$nodus_after_ms" && nodus_chain+=(-s TERM -k "$nodus_s"); fi
+nodus_sec "$nodus_left" && nodus_chain+=("$nodus_s")
+if ((nodus_hops)); then
+  nodus_sec $((nodus_left + nodus_after_ms + 500))
+  nodus_chain=("$nodus_timeout" -s KILL "$nodus_s" "$nodus_unshare" "${nodus_ns[@]}" "${nodus_chain[@]}")
+fi
 )SH";
   // Slurm signals only the script's own process (proctrack/cgroup signals the other processes
   // of the job only with SIGKILL): the script hands them on (nodus_pass).
