@@ -147,10 +147,13 @@ TEST(SlurmJobScript, EnforcerKillsWhatIgnoresTerm) {
 }
 
 // Issue 30: the job cannot reach its enforcer. Its parent is process 1 of a PID namespace of
-// its own (SIGSTOP from inside does not reach it) and the timer runs outside it.
+// its own (SIGSTOP from inside does not reach it).
 TEST(SlurmJobScript, AJobCannotStopItsEnforcer) {
-  JobRecord job = job_with(
-      {"bash", "-c", "trap '' TERM; echo parent=$PPID; kill -STOP $PPID; kill -STOP -1; sleep 30"});
+  JobRecord job =
+      job_with({"bash", "-c", "trap '' TERM; echo parent=$PPID; kill -STOP $PPID; sleep 30"});
+  // NOTE from the lead: never `kill -STOP -1` in a test. Run as root outside a PID namespace
+  // (this test runs the script on the host, and any fallback path) it stops every process on
+  // the machine: it froze the whole machine twice today (builds, Slurm daemons, every shell).
   job.timeout_ms = 1500;  // outside Slurm: 0.5 to 1.5 s from the start
   job.grace_ms = 500;
   auto t0 = std::chrono::steady_clock::now();
