@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
 #include <cstdlib>
 
 #include "engine/deadlines.h"
@@ -46,51 +45,134 @@ namespace {
 
 int64_t millis(engine::Seconds s) { return static_cast<int64_t>(std::floor(s.count() * 1000)); }
 
-// "12.345" for 12345 ms: timeout(1) takes fractional seconds.
-std::string seconds_text(int64_t ms) {
-  char out[32];
-  std::snprintf(out, sizeof out, "%lld.%03lld", static_cast<long long>(ms / 1000),
-                static_cast<long long>(ms % 1000));
-  return out;
-}
-
-// The enforcer: `timeout` runs argv in its own process group and signals that whole group.
-// Its origin is Slurm's start time of the job (whole seconds, what billing counts from), asked
-// of squeue; the script's own start (which can only be later) when squeue cannot answer.
+// The enforcer (job_script.h, docs/slurm.md). What it runs, it runs by absolute path and with
+// an environment of its own (`env -i`), so neither the job's PATH nor its variables
+// (SLURM_TIME_FORMAT, TZ, ...) reach it; bash itself runs with -p (no BASH_ENV, no functions
+// from the environment). Its origin is Slurm's start time of the job (whole seconds, what
+// billing counts from), asked of scontrol; "now" is this node's clock while it agrees with
+// slurmctld's (sdiag) within a second, else slurmctld's; from then on relative timers count.
+// The job runs in a PID namespace of its own (unshare, in a user namespace when the job is not
+// root, with its own /proc) under `timeout`, its process 1: process 1 takes only the signals it
+// handles, and SIGSTOP or SIGKILL from inside the namespace not at all. A second `timeout`
+// outside, which nothing in the namespace can address, KILLs process 1, and with it everything
+// in the namespace, 0.5 s after the plan's KILL: for a job that stopped process 1 anyway
+// (ptrace). A run after a requeue is not run: the plan's clock is the job's first run.
 std::string enforcer(const engine::StopPlan& plan, const std::vector<std::string>& argv) {
   int64_t term_ms = millis(plan.term_after);
   int64_t kill_ms = millis(plan.kill_after);
+  int64_t after = kill_ms - term_ms;
   std::string s = "# The node's own stop, the plan nodus follows too: TERM " +
                   std::to_string(term_ms) + " ms and KILL " + std::to_string(kill_ms) +
                   " ms after Slurm started the job, even when nodus is gone.\n";
-  s += R"(nodus_start=
-[[ -n $SLURM_JOB_ID ]] && nodus_start=$(squeue -h -j "$SLURM_JOB_ID" -o %S 2>/dev/null)
-if [[ $nodus_start == [0-9][0-9][0-9][0-9]-* ]]; then
-  nodus_start=$(date -d "$nodus_start" +%s 2>/dev/null) || nodus_start=$(date +%s)
+  s += "nodus_term_ms=" + std::to_string(term_ms) + " nodus_after_ms=" + std::to_string(after) +
+       "\n";
+  s += R"SH(nodus_tool() {
+  local d
+  for d in /usr/bin /bin /usr/sbin /sbin /usr/local/bin /opt/slurm/bin; do
+    [[ -f $d/$1 && -x $d/$1 ]] && { nodus_path=$d/$1; return 0; }
+  done
+  return 1
+}
+nodus_env=(/usr/bin/env -i "SLURM_CONF=${SLURM_CONF-}" SLURM_TIME_FORMAT=%s LC_ALL=C)
+nodus_tool timeout && nodus_timeout=$nodus_path || { echo "nodus: no timeout(1) on this node: the job does not run" >&2; exit 126; }
+nodus_ns=(--pid --fork --mount-proc --kill-child)
+((EUID == 0)) || nodus_ns=(--user --map-current-user "${nodus_ns[@]}")
+if nodus_tool unshare && nodus_unshare=$nodus_path &&
+  /usr/bin/env -i "$nodus_unshare" "${nodus_ns[@]}" "$nodus_timeout" 0 /usr/bin/env true 2>/dev/null; then
+  nodus_hops=2
 else
-  nodus_start=$(date +%s)
+  echo "nodus: cannot run the enforcer out of the job's reach (unshare ${nodus_ns[*]} is not permitted here): a job that stops it (SIGSTOP) runs on to Slurm's time limit" >&2
+  nodus_hops=0
 fi
-)";
-  s += "nodus_left=$((nodus_start * 1000 + " + std::to_string(term_ms) + " - $(date +%s%3N)))\n";
-  s += R"(((nodus_left > 0)) || nodus_left=1
-nodus_left=$(printf '%d.%03d' $((nodus_left / 1000)) $((nodus_left % 1000)))
-)";
-  int64_t after = kill_ms - term_ms;
-  std::string line = "exec timeout ";
-  if (after < 1)
-    line += "-s KILL";  // no grace: the deadline is the kill
-  else
-    line += "-s TERM -k " + seconds_text(after);
-  line += " \"$nodus_left\"";
-  for (const auto& arg : argv) line += " " + shell_quote(arg);
-  return s + line + "\n";
+nodus_sec() { printf -v nodus_s '%d.%03d' $(($1 / 1000)) $(($1 % 1000)); }
+# Hands signal $1 on to the enforcer that is the job's parent (found through /proc, outside the
+# job's namespace): it passes TERM, INT, HUP and QUIT on to the job's process group (and KILLs
+# it after the grace); USR1 and USR2 go to that group directly.
+nodus_pass() {
+  local p=$nodus_pid c i
+  [[ -n $p ]] || return 0
+  for ((i = 0; i < nodus_hops; i++)); do
+    c=
+    read -r c _ 2>/dev/null </proc/$p/task/$p/children
+    [[ $c =~ ^[0-9]+$ ]] || return 0
+    p=$c
+  done
+  case $1 in
+    USR1 | USR2) kill -s "$1" -- -"$p" 2>/dev/null ;;
+    *) kill -s "$1" "$p" 2>/dev/null ;;
+  esac
+}
+nodus_pid=
+for nodus_sig in TERM INT HUP QUIT USR1 USR2; do trap "nodus_pass $nodus_sig" $nodus_sig; done
+nodus_info= nodus_ctld=
+if [[ -n ${SLURM_JOB_ID-} ]] && nodus_tool scontrol; then
+  nodus_info=$("${nodus_env[@]}" "$nodus_path" -o show job "$SLURM_JOB_ID" 2>/dev/null)
+fi
+if [[ $nodus_info =~ (^| )Restarts=([1-9][0-9]*) ]]; then
+  echo "nodus: Slurm requeued this job (restart ${BASH_REMATCH[2]}): a bounded job runs once, on the clock of its first run; this run ends here" >&2
+  nodus_tool scancel && "${nodus_env[@]}" "$nodus_path" "$SLURM_JOB_ID" 2>/dev/null
+  exit 125
+fi
+nodus_start=
+[[ $nodus_info =~ (^| )StartTime=([0-9]+)( |$) ]] && nodus_start=${BASH_REMATCH[2]}
+[[ -n $nodus_start ]] && nodus_tool sdiag &&
+  [[ $("${nodus_env[@]}" "$nodus_path" 2>/dev/null) =~ output\ at\ [^\(]*\(([0-9]+)\) ]] &&
+  nodus_ctld=${BASH_REMATCH[1]}
+# This node's clock, in ms: bash's own (no process to start), else date's.
+nodus_now=${EPOCHREALTIME//[!0-9]/}
+[[ $nodus_now =~ ^[0-9]{16,}$ ]] && nodus_now=$((10#$nodus_now / 1000)) || nodus_now=$(/usr/bin/env -i /bin/date +%s%3N)
+[[ $nodus_now =~ ^[0-9]+$ ]] || nodus_now=
+if [[ -n $nodus_ctld ]]; then
+  if [[ -z $nodus_now ]] || ((nodus_now / 1000 - nodus_ctld > 1 || nodus_ctld - nodus_now / 1000 > 1)); then
+    echo "nodus: this node's clock is ${nodus_now:+$((nodus_now / 1000 - nodus_ctld)) s }off slurmctld's: the deadline is counted from slurmctld's" >&2
+    nodus_now=$((nodus_ctld * 1000 + 500))
+  fi
+elif [[ -n $nodus_start ]]; then
+  echo "nodus: slurmctld's time is not available (sdiag): the deadline is counted on this node's clock" >&2
+fi
+[[ -n $nodus_now ]] || nodus_now=$(( $(printf '%(%s)T' -1) * 1000 ))
+[[ -n $nodus_start ]] || nodus_start=$((nodus_now / 1000))
+nodus_left=$((nodus_start * 1000 + nodus_term_ms - nodus_now))
+((nodus_left > 0)) || nodus_left=1
+nodus_chain=("$nodus_timeout")
+if ((nodus_after_ms < 1)); then nodus_chain+=(-s KILL); else nodus_sec "$nodus_after_ms" && nodus_chain+=(-s TERM -k "$nodus_s"); fi
+nodus_sec "$nodus_left" && nodus_chain+=("$nodus_s")
+if ((nodus_hops)); then
+  nodus_sec $((nodus_left + nodus_after_ms + 500))
+  nodus_chain=("$nodus_timeout" -s KILL "$nodus_s" "$nodus_unshare" "${nodus_ns[@]}" "${nodus_chain[@]}")
+fi
+)SH";
+  // Slurm signals only the script's own process (proctrack/cgroup signals the other processes
+  // of the job only with SIGKILL): the script hands them on (nodus_pass).
+  s += "\"${nodus_chain[@]}\"";
+  for (const auto& arg : argv) s += " " + shell_quote(arg);
+  s += " &\n";
+  // Process 1 of a namespace cannot die of a signal it sent itself: the job's death by a signal
+  // reaches the script as 128 + the signal, and the script dies of that signal, as the job did
+  // (a job that exits 128 + N itself is recorded as killed by signal N).
+  s += R"SH(nodus_pid=$!
+while :; do
+  wait $nodus_pid 2>/dev/null
+  nodus_status=$?
+  kill -0 $nodus_pid 2>/dev/null || break
+done
+trap - TERM INT HUP QUIT USR1 USR2
+if ((nodus_status > 128 && nodus_status < 160)); then
+  case $((nodus_status - 128)) in
+    17 | 18 | 19 | 20 | 21 | 22 | 23 | 28) ;;
+    *) ulimit -c 0; kill -s $((nodus_status - 128)) $$ ;;
+  esac
+fi
+exit $nodus_status
+)SH";
+  return s;
 }
 
 }  // namespace
 
 std::string job_script(const JobRecord& job, const std::string& workdir,
                        const std::string& output) {
-  std::string s = "#!/bin/bash\n# nodus job " + std::to_string(job.id) + "\n";
+  std::string s = "#!/bin/bash -p\n# nodus job " + std::to_string(job.id) + "\n";
   // Slurm creates the output with its daemon's umask (0644); the job's output is its user's.
   // Only a regular file: never a device or a link someone put in its place.
   s += "umask 077\n[[ -f " + shell_quote(output) + " && ! -L " + shell_quote(output) +

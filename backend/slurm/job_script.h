@@ -39,11 +39,15 @@ std::string exec_line(const std::vector<std::string>& argv);
 // so), enters `workdir` (exit 126 with a line
 // saying so when it cannot: Slurm itself would run the job in /tmp), then runs argv.
 // When the job has a stop plan (engine/deadlines.h: --timeout, --max-cost, its sweep's budget
-// share) argv runs under the node's own enforcer, coreutils `timeout` in its own process group:
-// TERM at the plan's term_after and KILL at kill_after, both counted from Slurm's start time of
-// the job (when billing starts), whatever happens to nodus, slurmrestd or the network. Exit
-// codes and signals stay the program's, except 124 (TERM at the deadline ended it) or death by
-// SIGKILL (the deadline's KILL).
+// share) argv runs under the node's own enforcer: TERM at the plan's term_after and KILL at
+// kill_after, both counted from Slurm's start time of the job (when billing starts), whatever
+// happens to nodus, slurmrestd or the network. The enforcer is out of the job's reach and takes
+// nothing from it (docs/slurm.md "The node's enforcer"): coreutils `timeout` by absolute path,
+// outside a PID namespace of the job's own; tools run with an environment of their own; the
+// clock is slurmctld's; a run after a requeue ends at once (CANCELLED), as the plan's clock is
+// the first run's. Exit codes and signals stay the program's, except 124 (TERM at the deadline
+// ended it) or death by SIGKILL (the deadline's KILL); a program that exits 128 + N is recorded
+// as killed by signal N.
 std::string job_script(const JobRecord& job, const std::string& workdir, const std::string& output);
 
 // Slurm's time limit, the last net behind the node's enforcer: the plan's kill_after in whole

@@ -103,6 +103,8 @@ class Nodus {
     return tag;
   }
 
+  void set_env(const std::string& name, const std::string& value) { env_[name] = value; }
+
   std::string out_path() const { return dir_.path() + "/cli.out"; }
   std::string err_path() const { return dir_.path() + "/cli.err"; }
 
@@ -249,6 +251,210 @@ TEST(SlurmEnforce, CostCapHoldsWithNodusKilled) {
   EXPECT_GT(job["cost_usd"].get<double>(), 0.0);
   std::printf("case 4: --max-cost %.6f, nodus's group SIGKILLed: ran %.0f s, billed %.6f\n", cap,
               end->end_time - end->start_time, job["cost_usd"].get<double>());
+}
+
+// Issue 30: with nodus's group SIGKILLed, a job that tries to beat the node's enforcer. The
+// cap is 6 s of one H100 (TERM at 3.5 s, KILL at 4.5 s: the grace and Slurm's end lag come
+// first), so the one deadline is start + 6 s; Slurm's own limit (1 minute) is far.
+struct Beaten {
+  SlurmJob end;            // slurmctld's record of the end
+  double billed_s = 0;     // every run in accounting
+  size_t runs = 0;         // runs in accounting
+  double first_start = 0;  // the first run's start
+  nlohmann::json row;      // nodus ps, once it saw the end
+  nlohmann::json job;      // nodus show
+  std::string log;
+};
+
+std::optional<Beaten> beat_the_enforcer(Nodus& nodus, const JobDir& dir,
+                                        const std::vector<std::string>& extra,
+                                        const std::string& command, double cap) {
+  auto rest = cluster_client(cluster_settings(dir));
+  std::vector<std::string> args = {"run",    "--gpu",   "H100:1", "--max-cost",
+                                   usd(cap), "--grace", "1s"};
+  args.insert(args.end(), extra.begin(), extra.end());
+  args.insert(args.end(), {"--", "bash", "-c", command});
+  pid_t pid = nodus.start(args);
+  if (!eventually([&] { return slurp(nodus.out_path()).find("started") != std::string::npos; },
+                  30)) {
+    ADD_FAILURE() << "the job did not start: " << slurp(nodus.err_path());
+    ::kill(-pid, SIGKILL);
+    waitpid(pid, nullptr, 0);
+    return std::nullopt;
+  }
+  int64_t id = slurm_id_of(nodus, "1");
+  ::kill(-pid, SIGKILL);
+  waitpid(pid, nullptr, 0);
+  // A requeued job waits 120 s for its BeginTime: let it run again soon, as a job that requeues
+  // itself would on a cluster that gives it a short BeginTime. Not at once: slurmd refuses a
+  // launch in the second its credential was revoked by the requeue ("Job credential revoked").
+  std::optional<std::chrono::steady_clock::time_point> queued_since;
+  auto end = poll_until(
+      *rest, id,
+      [&](const SlurmJob& r) {
+        if (r.state != "PENDING") {
+          queued_since.reset();
+        } else if (!queued_since) {
+          queued_since = std::chrono::steady_clock::now();
+        } else if (std::chrono::steady_clock::now() - *queued_since > milliseconds(1500)) {
+          slurm_command("scontrol update jobid=" + std::to_string(id) + " starttime=now", nullptr);
+          queued_since.reset();
+        }
+        return ended(r);
+      },
+      40);
+  if (!end) {
+    ADD_FAILURE() << "Slurm job " << id << " outlived nodus by 40 s";
+    slurm_command("scancel " + std::to_string(id));
+    return std::nullopt;
+  }
+  Beaten b;
+  b.end = *end;
+  // Accounting has every run (a requeued job's earlier ones too) once the last one ended there.
+  eventually(
+      [&] {
+        auto runs = rest->accounting(id, false);
+        if (!runs || !*runs || (*runs)->empty() || (*runs)->back().end_time <= 0) return false;
+        b.billed_s = 0;
+        b.runs = (*runs)->size();
+        b.first_start = (*runs)->front().start_time;
+        for (const auto& r : **runs)
+          if (r.start_time > 0) b.billed_s += r.end_time - r.start_time;
+        return true;
+      },
+      20);
+  eventually(
+      [&] {
+        auto ps = nodus.ps();
+        b.row = ps.is_array() && !ps.empty() ? ps.at(0) : nlohmann::json();
+        return b.row.is_object() && b.row["state"] != "running" && b.row["state"] != "waiting";
+      },
+      20);
+  b.job = nodus.show("1");
+  b.log = b.job.is_object() ? slurp(b.job.value("log_path", std::string())) : "";
+  return b;
+}
+
+// The one deadline holds: the job ended within the grace + 2 s of start + cap (here the cap's
+// KILL is already `grace` + Slurm's end lag before the cap), every run together within the cap,
+// and nodus's bill within it.
+void expect_within_cap(const Beaten& b, double cap, double cap_s) {
+  EXPECT_GT(b.first_start, 0);
+  EXPECT_LE(b.end.end_time, b.first_start + cap_s + 2.0) << "state " << b.end.state;
+  EXPECT_LE(b.billed_s, cap_s) << b.runs << " run(s)";
+  ASSERT_TRUE(b.job.is_object());
+  EXPECT_LE(b.job.value("cost_usd", 1e9), cap + 1e-9);
+}
+
+// (a) The job stops its enforcer: SIGSTOP to its parent (the enforcer was its parent), and a
+// ptrace attach, which stops a process 1 too. Before: the job ran to Slurm's minute-rounded
+// limit.
+TEST(SlurmEnforce, AJobThatStopsItsEnforcerEndsAtItsDeadline) {
+  REQUIRE_SLURM_CLUSTER();
+  JobDir dir;
+  Nodus nodus(dir);
+  double cap = h100_rate() * 6 / 3600;
+  auto b = beat_the_enforcer(
+      nodus, dir, {}, "trap '' TERM; kill -STOP $PPID; echo started parent=$PPID; sleep 300", cap);
+  ASSERT_TRUE(b);
+  expect_within_cap(*b, cap, 6);
+  EXPECT_NE(b->log.find("parent=1"), std::string::npos) << b->log;  // process 1 of its namespace
+  EXPECT_EQ(b->row["state"], "cost-cap") << b->row.dump();
+  std::printf(
+      "issue 30 (a): SIGSTOP to the enforcer, nodus killed: ran %.0f s, billed $%.6f of "
+      "$%.6f, %s\n",
+      b->end.end_time - b->end.start_time, b->job.value("cost_usd", 0.0), cap,
+      b->end.state.c_str());
+}
+
+TEST(SlurmEnforce, AJobThatPtracesItsEnforcerEndsAtItsDeadline) {
+  REQUIRE_SLURM_CLUSTER();
+  JobDir dir;
+  Nodus nodus(dir);
+  double cap = h100_rate() * 6 / 3600;
+  // PTRACE_ATTACH (16) stops the tracee, whatever signals it takes.
+  auto b = beat_the_enforcer(nodus, dir, {},
+                             "/usr/bin/python3 -c 'import ctypes, os, signal, time\n"
+                             "signal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
+                             "r = ctypes.CDLL(None).ptrace(16, os.getppid(), 0, 0)\n"
+                             "print(\"started attach=%d\" % r, flush=True)\n"
+                             "time.sleep(300)'",
+                             cap);
+  ASSERT_TRUE(b);
+  EXPECT_NE(b->log.find("attach=0"), std::string::npos) << b->log;  // it did stop its parent
+  expect_within_cap(*b, cap, 6);
+  std::printf(
+      "issue 30 (a): ptrace of the enforcer, nodus killed: ran %.0f s, billed $%.6f of "
+      "$%.6f, %s\n",
+      b->end.end_time - b->end.start_time, b->job.value("cost_usd", 0.0), cap,
+      b->end.state.c_str());
+}
+
+// (b) The job requeues itself 2 s in: its next run must not get a fresh clock. Before: each run
+// had its own deadline, and a job that requeues itself every run had no end.
+TEST(SlurmEnforce, AJobThatRequeuesItselfDoesNotGetAFreshClock) {
+  REQUIRE_SLURM_CLUSTER();
+  JobDir dir;
+  Nodus nodus(dir);
+  double cap = h100_rate() * 6 / 3600;
+  auto b = beat_the_enforcer(
+      nodus, dir, {},
+      "trap '' TERM; echo started run; sleep 2; scontrol requeue $SLURM_JOB_ID; sleep 300", cap);
+  ASSERT_TRUE(b);
+  expect_within_cap(*b, cap, 6);
+  EXPECT_LE(b->runs, 2u);
+  EXPECT_NE(b->log.find("nodus: Slurm requeued this job (restart 1)"), std::string::npos) << b->log;
+  std::printf(
+      "issue 30 (b): requeued itself, nodus killed: %zu run(s) for %.0f s, billed "
+      "$%.6f of $%.6f, ended %s\n",
+      b->runs, b->billed_s, b->job.value("cost_usd", 0.0), cap, b->end.state.c_str());
+}
+
+// (c) What the job controls: a fake timeout, date, squeue, scontrol, sdiag and unshare first in
+// the PATH nodus passes on (each leaves a mark when run), SLURM_TIME_FORMAT and TZ that change
+// what Slurm's tools and date print, and a BASH_ENV that redefines the enforcer's tools as shell
+// functions. Before: the fake timeout ran the job without a limit.
+TEST(SlurmEnforce, HostilePathAndEnvironmentDoNotReachTheEnforcer) {
+  REQUIRE_SLURM_CLUSTER();
+  JobDir dir;
+  Nodus nodus(dir);
+  std::string bin = dir.path() + "/fakebin", marks = dir.path() + "/marks";
+  mkdir(bin.c_str(), 0755);
+  mkdir(marks.c_str(), 01777);
+  for (const char* tool : {"timeout", "date", "squeue", "scontrol", "sdiag", "unshare"}) {
+    std::ofstream f(bin + "/" + tool);
+    // The fake timeout runs the command without a limit; the others answer a far future.
+    f << "#!/bin/bash\ntouch " << marks << "/" << tool << "\n";
+    if (std::string(tool) == "timeout")
+      f << "while [[ $1 == -* ]]; do [[ $1 == -[sk] ]] && shift; shift; done; shift; exec \"$@\"\n";
+    else
+      f << "echo 'StartTime=4102444800 Restarts=0 sdiag output at (4102444800)'; echo "
+           "4102444800000\n";
+    f.close();
+    chmod((bin + "/" + tool).c_str(), 0755);
+  }
+  std::string bash_env = bin + "/bash_env";
+  std::ofstream(bash_env) << "[[ $0 == *slurm_script* ]] && touch " << marks
+                          << "/bash_env\n"
+                             "function /usr/bin/timeout { shift 4; \"$@\"; }\n";
+  chmod(bash_env.c_str(), 0644);
+  nodus.set_env("PATH", bin + ":" + std::string(std::getenv("PATH")));
+  double cap = h100_rate() * 6 / 3600;
+  auto b = beat_the_enforcer(nodus, dir,
+                             {"-e", "SLURM_TIME_FORMAT=2099-01-01T00:00:00", "-e", "TZ=UTC-14",
+                              "-e", "BASH_ENV=" + bash_env},
+                             "trap '' TERM; echo started; sleep 300", cap);
+  ASSERT_TRUE(b);
+  expect_within_cap(*b, cap, 6);
+  std::string ran;
+  for (const char* tool : {"timeout", "date", "squeue", "scontrol", "sdiag", "unshare", "bash_env"})
+    if (access((marks + "/" + tool).c_str(), F_OK) == 0) ran += std::string(" ") + tool;
+  EXPECT_EQ(ran, "") << "the enforcer ran what the job controls";
+  EXPECT_EQ(b->row["state"], "cost-cap") << b->row.dump();
+  std::printf(
+      "issue 30 (c): fake tools in PATH, hostile env, nodus killed: ran %.0f s, billed "
+      "$%.6f of $%.6f\n",
+      b->end.end_time - b->end.start_time, b->job.value("cost_usd", 0.0), cap);
 }
 
 // Case 1: a sweep cell bounded only by its share of --budget has a time limit on Slurm and an
