@@ -39,12 +39,12 @@ struct SweepsCommand {
       int completed = 0, failed = 0, stopped = 0;
       double cost = 0;
       for (const auto& c : cells) {
-        completed += c.state == JobState::kCompleted;
-        failed += c.state == JobState::kFailed || c.state == JobState::kLost ||
-                  c.state == JobState::kTampered;
-        stopped += is_final(c.state) && c.state != JobState::kCompleted &&
-                   c.state != JobState::kFailed && c.state != JobState::kLost &&
-                   c.state != JobState::kTampered;
+        const bool done = c.state == JobState::kCompleted;
+        const bool bad = c.state == JobState::kFailed || c.state == JobState::kLost ||
+                         c.state == JobState::kTampered;
+        completed += done;
+        failed += bad;
+        stopped += is_final(c.state) && !done && !bad;
         cost += c.cost;
       }
       cost = store->sweep_spent(s.id);  // every attempt of every cell, not only the newest

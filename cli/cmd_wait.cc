@@ -12,7 +12,6 @@
 #include "cli/job_views.h"
 #include "cli/live_status.h"
 #include "cli/sweep_command.h"
-#include "cli/sweep_results.h"
 #include "cli/sweep_views.h"
 #include "core/error.h"
 #include "core/text.h"
@@ -48,11 +47,10 @@ struct WaitCommand {
       // What it waits for, once: the job as the live view shows it.
       if (!said && now)
         std::fprintf(stderr, "nodus: waiting for %s\n",
-                     now->started_at
-                         ? status_text(*now, std::max(0.0, unix_now() - *now->started_at)).c_str()
-                         : ("job " + std::to_string(now->id) + " (" +
-                            std::string(to_string(now->state)) + ")")
-                               .c_str());
+                     now->started_at ? status_text(*now, wall_seconds(*now)).c_str()
+                                     : ("job " + std::to_string(now->id) + " (" +
+                                        std::string(to_string(now->state)) + ")")
+                                           .c_str());
       poll(nullptr, 0, 200);
     }
   }
@@ -63,12 +61,12 @@ struct WaitCommand {
     for (int dead_checks = 0, polls = 0;; ++polls) {
       auto now = store.sweep(sweep->id);
       if (polls == 0 && (now->state == "running" || now->state == "starting")) {
-        SweepResults results = load_sweep_results(store, *now);
-        size_t ended = 0;
-        for (const auto& job : results.jobs) ended += job && is_final(job->state);
-        std::fprintf(stderr,
-                     "nodus: waiting for sweep %s (%s): %zu of %zu cells ended, %s so far\n",
-                     sweep_label(*now).c_str(), now->state.c_str(), ended, results.cells.size(),
+        auto cells = store.sweep_cells(now->id);
+        int ended = 0;
+        for (const auto& job : cells) ended += is_final(job.state);
+        std::fprintf(stderr, "nodus: waiting for sweep %s (%s): %d of %d cells ended, %s so far\n",
+                     sweep_label(*now).c_str(), now->state.c_str(), ended,
+                     now->definition.value("cells", static_cast<int>(cells.size())),
                      format_usd(store.sweep_spent(now->id)).c_str());
       }
       if (now->state != "running" && now->state != "starting") {

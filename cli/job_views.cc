@@ -25,11 +25,9 @@ std::string gpu_label(const JobRecord& job) {
   return s;
 }
 
-namespace {
-std::string seconds_text(double s) {
-  return format_duration(Millis(std::llround(std::max(0.0, s) * 1000)));
+std::string duration_text(double seconds) {
+  return format_duration(Millis(std::llround(std::max(0.0, seconds) * 1000)));
 }
-}  // namespace
 
 std::optional<StopMoments> stop_moments(const JobRecord& job) {
   auto plan = engine::plan_stop(job);
@@ -39,13 +37,14 @@ std::optional<StopMoments> stop_moments(const JobRecord& job) {
   m.kill_s = plan->kill_after.count();
   std::string grace = format_duration(Millis(job.grace_ms)) + " grace";
   if (plan->reason == JobState::kTimeout) {
-    m.limit = "timeout " + seconds_text(m.term_s) + ", then " + grace;
+    m.limit = "timeout " + duration_text(m.term_s) + ", then " + grace;
   } else {
     bool budget = plan->reason == JobState::kBudget;
     auto cap = budget ? engine::budget_cap_of(job) : job.max_cost;
     double at = cap ? billing::cap_seconds(*cap, job.gpu_count, job.rate_per_gpu_hour) : m.kill_s;
     m.limit = std::string(budget ? "budget share " : "cap ") + (cap ? format_usd(*cap) : "") +
-              " at " + seconds_text(std::min(at, engine::kFarthestDeadline.count())) + ", " + grace;
+              " at " + duration_text(std::min(at, engine::kFarthestDeadline.count())) + ", " +
+              grace;
   }
   return m;
 }
@@ -54,9 +53,9 @@ std::string countdown_text(const JobRecord& job, double elapsed) {
   auto m = stop_moments(job);
   if (!m) return "";
   if (elapsed < m->term_s)
-    return "SIGTERM in " + seconds_text(m->term_s - elapsed) + " (" + m->limit + ")";
+    return "SIGTERM in " + duration_text(m->term_s - elapsed) + " (" + m->limit + ")";
   if (elapsed < m->kill_s)
-    return "SIGKILL in " + seconds_text(m->kill_s - elapsed) + " (" + m->limit + ")";
+    return "SIGKILL in " + duration_text(m->kill_s - elapsed) + " (" + m->limit + ")";
   return "";
 }
 
@@ -71,7 +70,7 @@ std::string stop_text(const JobRecord& job) {
     return format_usd(cost_usd(job.gpu_count, job.rate_per_gpu_hour, s));
   };
   auto moment = [&](const char* signal, double s, bool sent) {
-    return std::string(signal) + (sent ? " at " : " due at ") + seconds_text(s) +
+    return std::string(signal) + (sent ? " at " : " due at ") + duration_text(s) +
            (job.rate_per_gpu_hour > 0 ? " (" + cost_at(s) + ")" : "");
   };
   if (planned)
@@ -85,8 +84,8 @@ std::string stop_text(const JobRecord& job) {
     out = moment("SIGKILL", m->kill_s, true);
   else
     out += killed ? moment("SIGKILL", m->kill_s, true)
-                  : "SIGKILL was due at " + seconds_text(m->kill_s) + ", not needed";
-  return out + ": " + m->limit + "; it ended at " + seconds_text(wall);
+                  : "SIGKILL was due at " + duration_text(m->kill_s) + ", not needed";
+  return out + ": " + m->limit + "; it ended at " + duration_text(wall);
 }
 
 std::string end_of_job_line(const JobRecord& job) {
@@ -94,10 +93,7 @@ std::string end_of_job_line(const JobRecord& job) {
   std::string out = "job " + id + " " + std::string(to_string(job.state));
   if (job.state == JobState::kFailed && job.exit_code)
     out += " (exit " + std::to_string(*job.exit_code) + ")";
-  double wall =
-      job.started_at ? std::max(0.0, job.ended_at.value_or(unix_now()) - *job.started_at) : 0.0;
-  out += " after " + format_duration(Millis(std::llround(wall * 1000))) + ", cost " +
-         format_usd(job.cost);
+  out += " after " + duration_text(wall_seconds(job)) + ", cost " + format_usd(job.cost);
   // Of the note, what bears on the bill; the rest was said as it happened, or is plumbing.
   for (size_t at = 0; at < job.note.size();) {
     size_t end = job.note.find("; ", at);

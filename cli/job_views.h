@@ -14,6 +14,8 @@ nlohmann::json job_json(const JobRecord& job);  // the stable JSON form of a job
 nlohmann::json stats_json(const nlohmann::json& stored);
 std::string gpu_label(const JobRecord& job);  // "2 x H100-SXM [0,1]" or "-"
 double wall_seconds(const JobRecord& job);    // start to end (or now), 0 if never started
+// "13.8s", "975ms": format_duration of seconds, a moment already past as 0.
+std::string duration_text(double seconds);
 
 // The limit that stops the job first, as it will be carried out (engine/deadlines.h): "cap
 // $0.0035 at 13.8s, 10.0s grace" (SIGTERM goes out the grace before the cap), "timeout 1m00s,

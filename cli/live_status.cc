@@ -28,10 +28,6 @@ void write_all(const std::string& text) {
   }
 }
 
-std::string duration_text(double seconds) {
-  return format_duration(Millis(std::llround(std::max(0.0, seconds) * 1000)));
-}
-
 }  // namespace
 
 std::string status_text(const JobRecord& job, double elapsed) {

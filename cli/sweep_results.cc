@@ -21,6 +21,8 @@ RunFigures figures_of(store::Store& store, const JobRecord& job) {
   f.wall_s = wall_seconds(job);
   f.gpu_seconds = job.gpu_seconds();
   f.cost = job.cost;
+  f.metrics = store.last_metrics(job.id);
+  std::erase_if(f.metrics, [](const auto& m) { return engine::is_hook_metric(m.first); });
   if (auto stats = store.stats(job.id)) {
     const auto& v = stats->values;
     auto num = [&](const char* key) -> std::optional<double> {
@@ -38,13 +40,8 @@ RunFigures figures_of(store::Store& store, const JobRecord& job) {
     // Phases known but no steady state: every rate is the warm-up's (engine/measure.cc).
     if (v.contains("phases") && v["phases"].is_object() && !v["phases"].contains("steady_s"))
       f.unsteady = "still in warm-up at the end";
-  }
-  f.metrics = store.last_metrics(job.id);
-  std::erase_if(f.metrics, [](const auto& m) { return engine::is_hook_metric(m.first); });
-  // One column per quantity: where nodus has its own throughput or data wait (drawn from the
-  // job's report or measured), the job's report of it is that figure's source, not a column.
-  if (auto stats = store.stats(job.id)) {
-    const auto& v = stats->values;
+    // One column per quantity: where nodus has its own throughput or data wait (drawn from the
+    // job's report or measured), the job's report of it is that figure's source, not a column.
     if (f.throughput) f.metrics.erase(v.value("throughput_metric", std::string("samples_per_sec")));
     if (f.data_wait) f.metrics.erase("data_wait");
   }

@@ -168,7 +168,9 @@ bool process_stopped(pid_t pid) {
   return st && (st->state == 'T' || st->state == 't');
 }
 
-std::optional<std::string> cgroup2_mount(const std::string& mountinfo) {
+std::vector<CgroupMount> cgroup_mounts(const std::string& mountinfo) {
+  // "id parent maj:min root mountpoint options [tags] - fstype source superoptions"
+  std::vector<CgroupMount> out;
   std::istringstream in(mountinfo);
   std::string line;
   while (std::getline(in, line)) {
@@ -177,13 +179,19 @@ std::optional<std::string> cgroup2_mount(const std::string& mountinfo) {
     std::istringstream tail(line.substr(dash + 3));
     std::string fstype;
     tail >> fstype;
-    if (fstype != "cgroup2") continue;
+    if (fstype != "cgroup" && fstype != "cgroup2") continue;
     std::istringstream head(line.substr(0, dash));
     std::string field, mount_point;
     for (int i = 0; i < 5 && head >> field; ++i)
       if (i == 4) mount_point = field;
-    if (!mount_point.empty()) return unescape(mount_point);
+    if (!mount_point.empty()) out.push_back({fstype, unescape(mount_point)});
   }
+  return out;
+}
+
+std::optional<std::string> cgroup2_mount(const std::string& mountinfo) {
+  for (const auto& m : cgroup_mounts(mountinfo))
+    if (m.type == "cgroup2") return m.mount_point;
   return std::nullopt;
 }
 

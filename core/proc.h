@@ -67,6 +67,12 @@ bool process_stopped(pid_t pid);
 // unified-hierarchy path from a /proc/<pid>/cgroup text ("0::/a/b" -> "/a/b"; nullopt when the
 // line is missing or the cgroup was removed). Pure, unit-tested.
 std::optional<std::string> cgroup2_mount(const std::string& mountinfo);
+// Every cgroup file system in mountinfo's text, in its order: {fstype ("cgroup" for a v1
+// hierarchy, "cgroup2"), mount point}. Pure.
+struct CgroupMount {
+  std::string type, mount_point;
+};
+std::vector<CgroupMount> cgroup_mounts(const std::string& mountinfo);
 std::optional<std::string> unified_path(const std::string& proc_cgroup);
 
 // The folder of pid's cgroup v2 (0: this process), e.g. /sys/fs/cgroup/unified/nodus/job-7.1;

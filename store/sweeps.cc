@@ -84,25 +84,18 @@ void Store::update_sweep(const SweepRecord& s) {
   auto lock = impl_->lock();
   Db& db = impl_->db;
   Transaction tx(db, Transaction::Mode::kImmediate);
-  if (!s.damaged.empty()) {
-    // Read damaged: the empty argv and definition it was read with never replace what is
-    // stored (it may still be repaired by hand).
-    db.prepare(
-          "UPDATE sweeps SET name = ?, backend = ?, definition_hash = ?, state = ?, budget = ?, "
-          "created_at = ?, ended_at = ?, supervisor_pid = ?, supervisor_start = ? WHERE id = ?")
-        .bind_all(s.name, s.backend, s.definition_hash, s.state, s.budget, s.created_at, s.ended_at,
-                  s.supervisor_pid, s.supervisor_start, s.id)
-        .run();
-  } else {
-    db.prepare(
-          "UPDATE sweeps SET name = ?, backend = ?, argv = ?, definition = ?, definition_hash = ?, "
-          "state = ?, budget = ?, created_at = ?, ended_at = ?, supervisor_pid = ?, "
-          "supervisor_start = ? WHERE id = ?")
-        .bind_all(s.name, s.backend, dump(nlohmann::json(redact_argv(s.argv))), dump(s.definition),
-                  s.definition_hash, s.state, s.budget, s.created_at, s.ended_at, s.supervisor_pid,
-                  s.supervisor_start, s.id)
-        .run();
-  }
+  // A row read damaged keeps its stored argv and definition: the empty values it was read
+  // with never replace them (it may still be repaired by hand).
+  const int keep = s.damaged.empty() ? 0 : 1;
+  db.prepare(
+        "UPDATE sweeps SET name = ?, backend = ?, argv = CASE WHEN ? THEN argv ELSE ? END, "
+        "definition = CASE WHEN ? THEN definition ELSE ? END, definition_hash = ?, state = ?, "
+        "budget = ?, created_at = ?, ended_at = ?, supervisor_pid = ?, supervisor_start = ? "
+        "WHERE id = ?")
+      .bind_all(s.name, s.backend, keep, dump(nlohmann::json(redact_argv(s.argv))), keep,
+                dump(s.definition), s.definition_hash, s.state, s.budget, s.created_at, s.ended_at,
+                s.supervisor_pid, s.supervisor_start, s.id)
+      .run();
   if (db.changes() == 0) db.fail_message("no sweep " + std::to_string(s.id) + " to update");
   tx.commit();
 }

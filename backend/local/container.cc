@@ -5,7 +5,6 @@
 
 #include <algorithm>
 #include <filesystem>
-#include <sstream>
 #include <tuple>
 
 #include "backend/local/launch.h"
@@ -180,18 +179,8 @@ void remove_container_cgroups(const std::string& cgroup_parent) {
   if (cgroup_parent.empty() || cgroup_parent.find("..") != std::string::npos) return;
   auto mountinfo = read_small_file("/proc/self/mountinfo");
   if (!mountinfo) return;
-  std::istringstream lines(*mountinfo);
-  std::string line;
-  while (std::getline(lines, line)) {
-    // "id parent maj:min root mountpoint options [tags] - fstype source superoptions"
-    std::istringstream fields(line);
-    std::vector<std::string> f;
-    for (std::string x; fields >> x;) f.push_back(x);
-    auto dash = std::find(f.begin(), f.end(), "-");
-    if (f.size() < 5 || dash == f.end() || dash + 1 == f.end()) continue;
-    const std::string& type = *(dash + 1);
-    if (type != "cgroup" && type != "cgroup2") continue;
-    const std::string top = f[4] + cgroup_parent;
+  for (const auto& [type, mount_point] : cgroup_mounts(*mountinfo)) {
+    const std::string top = mount_point + cgroup_parent;
     std::error_code ec;
     if (!std::filesystem::is_directory(top, ec)) continue;
     std::vector<std::string> dirs;

@@ -34,6 +34,19 @@ TEST(CgroupMount, FindsTheCgroup2MountOnPureAndHybridHosts) {
   EXPECT_FALSE(cgroup2_mount("32 30 0:28 / /sys/fs/cgroup/cpu rw - cgroup cgroup rw,cpu\n"));
 }
 
+TEST(CgroupMount, ListsEveryCgroupHierarchyOfAHybridHost) {
+  const std::string hybrid =
+      "30 25 0:26 / /sys/fs/cgroup ro,nosuid - tmpfs tmpfs ro,mode=755\n"
+      "31 30 0:27 / /sys/fs/cgroup/unified rw,nosuid,nodev - cgroup2 cgroup2 rw\n"
+      "32 30 0:28 / /sys/fs/cgroup/cpu\\040x rw - cgroup cgroup rw,cpu\n";
+  auto mounts = nodus::cgroup_mounts(hybrid);
+  ASSERT_EQ(mounts.size(), 2u);
+  EXPECT_EQ(mounts[0].type, "cgroup2");
+  EXPECT_EQ(mounts[0].mount_point, "/sys/fs/cgroup/unified");
+  EXPECT_EQ(mounts[1].type, "cgroup");
+  EXPECT_EQ(mounts[1].mount_point, "/sys/fs/cgroup/cpu x");
+}
+
 TEST(CgroupMount, OwnCgroupIsTheUnifiedLine) {
   EXPECT_EQ(unified_path("4:memory:/x\n0::/user.slice/user-1000.slice/session-3.scope\n"),
             "/user.slice/user-1000.slice/session-3.scope");
