@@ -257,7 +257,7 @@ struct LogsCommand {
     close(fd);
     if (follow) {
       std::fflush(stdout);
-      return engine::exit_status_for(job);
+      return exit_status_for(job);
     }
     return 0;
   }
@@ -309,7 +309,7 @@ struct LogsCommand {
     // Following a job to its end is waiting for it: exit as `nodus run` would have.
     if (follow) {
       std::fflush(stdout);
-      return engine::exit_status_for(job);
+      return exit_status_for(job);
     }
     return 0;
   }

@@ -6,6 +6,7 @@
 #include <cstdlib>
 
 #include "backend/backend.h"
+#include "billing/stop_plan.h"
 #include "cli/args.h"
 #include "cli/common.h"
 #include "cli/job_views.h"
@@ -17,7 +18,6 @@
 #include "core/secret.h"
 #include "core/text.h"
 #include "engine/budget.h"
-#include "engine/deadlines.h"
 #include "engine/gpu_wait.h"
 #include "engine/signals.h"
 #include "engine/stop_controller.h"
@@ -47,7 +47,7 @@ struct RunCommand {
              (job.rate_per_gpu_hour > 0 ? ", billed " + format_usd(job.rate_per_gpu_hour) + "/hour"
                                         : ", not billed") +
              "\n";
-    const auto plan = engine::plan_stop(job);
+    const auto plan = billing::plan_stop(job);
     if (plan) {
       const char* what = plan->reason == JobState::kTimeout ? "--timeout" : "--max-cost";
       char buf[160];

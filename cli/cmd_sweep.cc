@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <map>
 
+#include "billing/stop_plan.h"
 #include "cli/args.h"
 #include "cli/common.h"
 #include "cli/spec_file.h"
@@ -22,7 +23,6 @@
 #include "core/files.h"
 #include "core/parse.h"
 #include "core/secret.h"
-#include "engine/deadlines.h"
 #include "engine/reconcile.h"
 #include "engine/signals.h"
 #include "engine/stop_controller.h"
@@ -325,7 +325,7 @@ struct SweepCommand {
     // together) buys less than the grace period gets its SIGTERM the moment it starts.
     std::optional<double> share;
     if (p.budget) share = *p.budget / std::max<size_t>(1, std::min<size_t>(p.parallel, n));
-    if (auto warning = engine::plan_warning(engine::plan_stop(base, share),
+    if (auto warning = engine::plan_warning(billing::plan_stop(base, share),
                                             std::chrono::milliseconds(base.grace_ms)))
       std::fprintf(stderr, "nodus: each cell: %s\n", warning->c_str());
   }

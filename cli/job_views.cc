@@ -1,10 +1,10 @@
 #include "cli/job_views.h"
 
 #include "billing/catalog.h"
+#include "billing/stop_plan.h"
 #include "cli/common.h"
 #include "core/cost.h"
 #include "core/parse.h"
-#include "engine/deadlines.h"
 
 namespace nodus::cli {
 
@@ -30,7 +30,7 @@ std::string duration_text(double seconds) {
 }
 
 std::optional<StopMoments> stop_moments(const JobRecord& job) {
-  auto plan = engine::plan_stop(job);
+  auto plan = billing::plan_stop(job);
   if (!plan) return std::nullopt;
   StopMoments m;
   m.term_s = plan->term_after.count();
@@ -40,10 +40,10 @@ std::optional<StopMoments> stop_moments(const JobRecord& job) {
     m.limit = "timeout " + duration_text(m.term_s) + ", then " + grace;
   } else {
     bool budget = plan->reason == JobState::kBudget;
-    auto cap = budget ? engine::budget_cap_of(job) : job.max_cost;
+    auto cap = budget ? budget_cap_of(job) : job.max_cost;
     double at = cap ? billing::cap_seconds(*cap, job.gpu_count, job.rate_per_gpu_hour) : m.kill_s;
     m.limit = std::string(budget ? "budget share " : "cap ") + (cap ? format_usd(*cap) : "") +
-              " at " + duration_text(std::min(at, engine::kFarthestDeadline.count())) + ", " +
+              " at " + duration_text(std::min(at, billing::kFarthestDeadline.count())) + ", " +
               grace;
   }
   return m;

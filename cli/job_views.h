@@ -17,7 +17,7 @@ double wall_seconds(const JobRecord& job);    // start to end (or now), 0 if nev
 // "13.8s", "975ms": format_duration of seconds, a moment already past as 0.
 std::string duration_text(double seconds);
 
-// The limit that stops the job first, as it will be carried out (engine/deadlines.h): "cap
+// The limit that stops the job first, as it will be carried out (billing/stop_plan.h): "cap
 // $0.0035 at 13.8s, 10.0s grace" (SIGTERM goes out the grace before the cap), "timeout 1m00s,
 // then 10.0s grace"; nullopt when nothing stops it.
 struct StopMoments {

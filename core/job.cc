@@ -1,8 +1,11 @@
 #include "core/job.h"
 
+#include <signal.h>
+
 #include <array>
 #include <chrono>
 
+#include "core/error.h"
 #include "core/parse.h"
 
 namespace nodus {
@@ -49,6 +52,37 @@ double JobRecord::gpu_seconds() const {
 double unix_now() {
   using namespace std::chrono;
   return duration<double>(system_clock::now().time_since_epoch()).count();
+}
+
+int exit_status_for(const JobRecord& job) {
+  switch (job.state) {
+    case JobState::kCompleted:
+      return 0;
+    case JobState::kTimeout:
+      return exit_code::kTimeout;
+    case JobState::kCostCap:
+    case JobState::kBudget:
+      return exit_code::kCostCap;
+    case JobState::kLowUtil:
+      return exit_code::kLowUtilization;
+    case JobState::kTampered:
+      return exit_code::kTampered;
+    case JobState::kCancelled:
+      return exit_code::kInterrupted;
+    case JobState::kStopped:
+      return 128 + SIGTERM;
+    case JobState::kFailed:
+      return job.exit_code.value_or(1);
+    default:
+      return exit_code::kNodusError;
+  }
+}
+
+std::optional<double> budget_cap_of(const nlohmann::json& options) {
+  if (!options.is_object()) return std::nullopt;
+  auto it = options.find("budget_cap");
+  if (it == options.end() || !it->is_number()) return std::nullopt;
+  return it->get<double>();
 }
 
 }  // namespace nodus

@@ -80,6 +80,16 @@ struct JobRecord {
 
 double unix_now();
 
+// The exit status nodus reports for a job in a final state: the one state -> exit code table
+// (core/error.h's exit_code constants; a failed job's own status; 143 for `nodus stop`).
+int exit_status_for(const JobRecord& job);
+
+// The share of its sweep's --budget a job was granted (its options' "budget_cap"), if any.
+std::optional<double> budget_cap_of(const nlohmann::json& options);
+inline std::optional<double> budget_cap_of(const JobRecord& job) {
+  return budget_cap_of(job.options);
+}
+
 // Beside a local job's log: when its sentinel killed the job's tree, because its supervisor died
 // (unix seconds, as text). Written through a descriptor the supervisor opened before the job
 // started; read when the supervisor's death is reconciled, so the bill runs to that moment.

@@ -9,6 +9,8 @@
 
 #include "backend/backend.h"
 #include "backend/local/cgroup.h"
+#include "backend/local/container.h"
+#include "billing/stop_plan.h"
 #include "core/cost.h"
 #include "core/parse.h"
 #include "core/proc.h"
@@ -24,19 +26,35 @@ using backend::local::cgroup_wait_empty_path;
 
 bool exists(const std::string& path) { return !path.empty() && ::access(path.c_str(), F_OK) == 0; }
 
+// Removes a job's empty cgroup. A job run with --image has podman's cgroups below it (and, on a
+// hybrid host, beside it in every v1 hierarchy: backend/local/container.h), which its supervisor
+// removes when it ends the job; when that supervisor was killed, they go here, children first.
+void remove_container_cgroups(const JobRecord& job, const std::string& cgroup) {
+  if (job.image.empty()) return;
+  auto mountinfo = read_small_file("/proc/self/mountinfo");
+  auto mount = mountinfo ? cgroup2_mount(*mountinfo) : std::nullopt;
+  if (!mount || cgroup.rfind(*mount + "/", 0) != 0) return;
+  backend::local::remove_container_cgroups(cgroup.substr(mount->size()));
+}
+
+void remove_cgroup(const JobRecord& job, const std::string& cgroup) {
+  remove_container_cgroups(job, cgroup);
+  ::rmdir(cgroup.c_str());  // fails harmlessly if a process joined meanwhile
+}
+
 // cgroup.kill, waiting until it is empty, then removes it. False when processes were still
 // there after kOrphanKillLimit (the folder is then left).
-bool kill_cgroup(const std::string& cgroup) {
+bool kill_cgroup(const JobRecord& job, const std::string& cgroup) {
   cgroup_kill_path(cgroup);
   if (!cgroup_wait_empty_path(cgroup, kOrphanKillLimit)) return false;
-  ::rmdir(cgroup.c_str());
+  remove_cgroup(job, cgroup);
   return true;
 }
 
 // The job's cgroup outlived both of its enforcers: nothing else will ever stop it. Returns the
 // note to record.
-std::string kill_orphan(const std::string& cgroup) {
-  if (!kill_cgroup(cgroup))
+std::string kill_orphan(const JobRecord& job, const std::string& cgroup) {
+  if (!kill_cgroup(job, cgroup))
     return "its supervisor was gone and its cgroup " + cgroup +
            " still held processes; cgroup.kill sent, some still there after " +
            std::to_string(kOrphanKillLimit.count()) + " ms";
@@ -56,14 +74,19 @@ void settle_ended_cgroups(store::Store& store) {
   for (JobRecord& job : store.jobs(recent)) {
     if (job.backend != "local" || !is_final(job.state)) continue;
     const std::string cgroup = cgroup_from_note(job.note);
-    if (!exists(cgroup)) continue;
+    if (cgroup.empty() || (job.image.empty() && !exists(cgroup))) continue;
     if (store::process_alive(job.supervisor_pid, job.supervisor_start)) continue;
+    if (!exists(cgroup)) {
+      // Removed by its sentinel, but podman's folders in the v1 hierarchies may be left.
+      remove_container_cgroups(job, cgroup);
+      continue;
+    }
     if (!cgroup_populated_path(cgroup)) {
-      ::rmdir(cgroup.c_str());  // fails harmlessly if a process joined meanwhile
+      remove_cgroup(job, cgroup);
       continue;
     }
     const double found = unix_now();
-    std::string why = kill_orphan(cgroup);
+    std::string why = kill_orphan(job, cgroup);
     // It ran until now: bill all of it, whatever the record said before.
     if (job.started_at && job.ended_at && found > *job.ended_at) {
       job.cost = cost_usd(job.gpu_count, job.rate_per_gpu_hour, found - *job.started_at);
@@ -110,9 +133,9 @@ void reconcile_local_cgroups(store::Store& store, const std::vector<JobRecord>& 
     // A live sentinel kills the tree itself on its supervisor's death; doing the same here is
     // harmless (cgroup.kill is idempotent) and covers the sentinel being gone too.
     if (exists(cgroup) && cgroup_populated_path(cgroup))
-      killed.push_back({job.id, kill_orphan(cgroup), unix_now()});
+      killed.push_back({job.id, kill_orphan(job, cgroup), unix_now()});
     else if (exists(cgroup))
-      ::rmdir(cgroup.c_str());
+      remove_cgroup(job, cgroup);
   }
   store.reconcile_dead_supervisors();  // lost, billed to the heartbeat, never past the cap
   for (const Killed& k : killed) {
@@ -138,21 +161,9 @@ void reconcile_local_cgroups(store::Store& store, const std::vector<JobRecord>& 
 
 std::optional<double> job_deadline(const JobRecord& job) {
   if (!job.started_at) return std::nullopt;
-  std::optional<double> seconds;
-  if (job.timeout_ms) seconds = *job.timeout_ms / 1000.0;
-  std::optional<double> cap = job.max_cost;
-  if (job.options.is_object() && job.options.contains("budget_cap") &&
-      job.options["budget_cap"].is_number()) {
-    const double share = job.options["budget_cap"].get<double>();
-    cap = cap ? std::min(*cap, share) : share;
-  }
-  const double per_second = usd_per_second(job.gpu_count, job.rate_per_gpu_hour);
-  if (cap && per_second > 0) {
-    const double buys = *cap / per_second;
-    seconds = seconds ? std::min(*seconds, buys) : buys;
-  }
-  if (!seconds) return std::nullopt;
-  return *job.started_at + *seconds + job.grace_ms / 1000.0;
+  auto plan = billing::plan_stop(job);
+  if (!plan) return std::nullopt;
+  return *job.started_at + plan->kill_after.count();
 }
 
 JobRecord force_end(store::Store& store, JobRecord job, JobState state, const std::string& why) {
@@ -164,7 +175,7 @@ JobRecord force_end(store::Store& store, JobRecord job, JobState state, const st
   }
   std::string note = why;
   const std::string cgroup = cgroup_from_note(job.note);
-  if (exists(cgroup) && !kill_cgroup(cgroup))
+  if (exists(cgroup) && !kill_cgroup(job, cgroup))
     note += "; cgroup " + cgroup + " still held processes " +
             std::to_string(kOrphanKillLimit.count()) + " ms after cgroup.kill";
   const double now = unix_now();

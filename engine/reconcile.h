@@ -32,9 +32,9 @@ inline constexpr int kStaleCgroupJobs = 50;
 // supervisor is gone (a sweep cell that killed its sentinel and its supervisor) is killed.
 void reconcile(store::Store& store);
 
-// The unix time by which a job's own limits end it: the earlier of its --timeout and the moment
-// its --max-cost (or sweep budget share) is spent, plus its grace; nullopt without a start or a
-// limit.
+// The unix time by which a job's own limits end it: its stop plan's SIGKILL (billing/stop_plan.h:
+// the earlier of its --timeout plus grace and the moment its cap is spent); nullopt without a
+// start or a limit.
 std::optional<double> job_deadline(const JobRecord& job);
 
 // Ends a local job whose supervisor lives but does not act (stopped, stuck): SIGKILLs the

@@ -5,21 +5,24 @@
 // out what it returns; its watchdog thread asks it about deadlines on its own timer, so a job
 // that floods the output cannot delay its stop (supervisor.h).
 //
-// The plan (deadlines.h) is fixed at start: for a cap, SIGTERM `grace` before the cap moment and
-// SIGKILL at it; for a timeout, SIGTERM at the timeout and SIGKILL `grace` later. Stop requests
-// (SIGINT, SIGTERM, SIGHUP, `nodus stop`, a --min-util stop) send SIGTERM now and SIGKILL after
-// the grace period or at the plan's kill, whichever comes first; a second SIGINT kills at once.
-// The first reason wins: a job cancelled by Ctrl-C stays cancelled when its cap comes up during
-// the grace period.
+// The plan (billing/stop_plan.h) is fixed at start: for a cap, SIGTERM `grace` before the cap
+// moment and SIGKILL at it; for a timeout, SIGTERM at the timeout and SIGKILL `grace` later. Stop
+// requests (SIGINT, SIGTERM, SIGHUP, `nodus stop`, a --min-util stop) send SIGTERM now and SIGKILL
+// after the grace period or at the plan's kill, whichever comes first; a second SIGINT kills at
+// once. The first reason wins: a job cancelled by Ctrl-C stays cancelled when its cap comes up
+// during the grace period.
 
 #include <chrono>
 #include <optional>
 #include <string>
 
+#include "billing/stop_plan.h"
 #include "core/job.h"
-#include "engine/deadlines.h"
 
 namespace nodus::engine {
+
+using billing::Seconds;
+using billing::StopPlan;
 
 struct StopAction {
   bool term = false;  // send SIGTERM to the job's tree now

@@ -8,9 +8,9 @@
 #include <mutex>
 
 #include "billing/catalog.h"
+#include "billing/stop_plan.h"
 #include "core/error.h"
 #include "core/parse.h"
-#include "engine/deadlines.h"
 #include "engine/measure.h"
 #include "engine/observer.h"
 #include "engine/signals.h"
@@ -48,8 +48,7 @@ void add_note(JobRecord& job, const std::string& line) {
 // is nodus's, not the user's. The record says so when it happens.
 double billed_cost(JobRecord& job, std::optional<double> budget_cap, double seconds) {
   double cost = billing::cost_usd(job.gpu_count, job.rate_per_gpu_hour, seconds);
-  std::optional<double> cap = job.max_cost;
-  if (budget_cap && (!cap || *budget_cap < *cap)) cap = budget_cap;
+  std::optional<double> cap = effective_cap(job.max_cost, budget_cap);
   if (cap && cost > *cap) {
     char buf[160];
     std::snprintf(buf, sizeof buf, "billed at the cap: ran %.0f ms past it",
@@ -123,30 +122,6 @@ std::map<std::string, std::string> job_environment(const JobRecord& job,
   return env;
 }
 
-int exit_status_for(const JobRecord& job) {
-  switch (job.state) {
-    case JobState::kCompleted:
-      return 0;
-    case JobState::kTimeout:
-      return exit_code::kTimeout;
-    case JobState::kCostCap:
-    case JobState::kBudget:
-      return exit_code::kCostCap;
-    case JobState::kLowUtil:
-      return exit_code::kLowUtilization;
-    case JobState::kTampered:
-      return exit_code::kTampered;
-    case JobState::kCancelled:
-      return exit_code::kInterrupted;
-    case JobState::kStopped:
-      return 128 + SIGTERM;
-    case JobState::kFailed:
-      return job.exit_code.value_or(1);
-    default:
-      return exit_code::kNodusError;
-  }
-}
-
 namespace {
 
 // The reserved outcome file of a job (store/outcome_file.h): closed with the supervisor, and
@@ -215,7 +190,7 @@ int Supervisor::run(JobRecord& job, const SuperviseRun& run) {
   record(job, run.attach);
   if (run.on_launched) run.on_launched(job, "");
 
-  const auto plan = plan_stop(job, run.options.budget_cap);
+  const auto plan = billing::plan_stop(job, run.options.budget_cap);
   const auto grace = std::chrono::milliseconds(job.grace_ms);
   if (auto warning = plan_warning(plan, grace)) {
     note(run.attach, *warning);

@@ -39,9 +39,6 @@ class Supervisor {
   backend::Backend& backend_;
 };
 
-// The exit status nodus reports for a job in a final state.
-int exit_status_for(const JobRecord& job);
-
 // The environment a job gets on top of nodus's own: the user's --env, NODUS_JOB_ID,
 // NODUS_METRICS, CUDA_VISIBLE_DEVICES / NVIDIA_VISIBLE_DEVICES, PYTHONUNBUFFERED=1 (unless set).
 std::map<std::string, std::string> job_environment(const JobRecord& job,

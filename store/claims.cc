@@ -159,16 +159,8 @@ std::vector<int64_t> Store::reconcile_dead_supervisors() {
       auto heartbeat = stmt.opt_f64(7);
       std::string why;
       // Its cost cap: --max-cost, or the sweep's budget share when that is lower.
-      auto effective_cap = [&]() {
-        std::optional<double> cap = stmt.opt_f64(8);
-        auto options = nlohmann::json::parse(stmt.text(11), nullptr, false);
-        if (options.is_object() && options.contains("budget_cap") &&
-            options["budget_cap"].is_number()) {
-          double share = options["budget_cap"].get<double>();
-          cap = cap ? std::min(*cap, share) : share;
-        }
-        return cap;
-      };
+      const std::optional<double> cap = effective_cap(
+          stmt.opt_f64(8), budget_cap_of(nlohmann::json::parse(stmt.text(11), nullptr, false)));
       const std::optional<double> killed = started ? sentinel_end(stmt.text(12)) : std::nullopt;
       d.kept = started ? read_outcome_file(stmt.text(12), d.id) : std::nullopt;
       if (d.kept) {
@@ -177,7 +169,7 @@ std::vector<int64_t> Store::reconcile_dead_supervisors() {
         double end = std::min(now, std::max({d.kept->ended_at, *started, heartbeat.value_or(0.0)}));
         d.ended_at = end;
         d.cost = cost_usd(stmt.i32(3), stmt.f64(4), end - *started);
-        if (auto cap = effective_cap(); cap && d.cost > *cap) d.cost = *cap;
+        if (cap && d.cost > *cap) d.cost = *cap;
         if (!d.kept->note.empty()) d.note = d.kept->note;
         why = "recorded at " + utc_text(now) +
               " from its outcome file: the store could not be written when it ended";
@@ -190,8 +182,7 @@ std::vector<int64_t> Store::reconcile_dead_supervisors() {
         d.cost = cost_usd(stmt.i32(3), stmt.f64(4), end - *started);
         why =
             "supervisor died; its sentinel killed the job at " + utc_text(end) + "; billed to then";
-        if (auto cap = stmt.opt_f64(8); cap && d.cost > *cap)
-          why += " (" + format_usd(d.cost - *cap) + " past its --max-cost)";
+        if (cap && d.cost > *cap) why += " (" + format_usd(d.cost - *cap) + " past its cap)";
       } else if (started) {
         // Nobody saw the job end; it died with its supervisor, whose last sign of life is its
         // heartbeat. Without one (an older nodus), the time it was found dead is all we know.
@@ -201,7 +192,6 @@ std::vector<int64_t> Store::reconcile_dead_supervisors() {
           end = std::min(end, *started + (*timeout_ms + stmt.i64(10)) / 1000.0);
         d.ended_at = end;
         d.cost = cost_usd(stmt.i32(3), stmt.f64(4), std::max(0.0, end - *started));
-        std::optional<double> cap = effective_cap();
         bool capped = cap && d.cost > *cap;
         if (capped) d.cost = *cap;
         why = heartbeat ? "supervisor died; billed to its last heartbeat at " + utc_text(end)

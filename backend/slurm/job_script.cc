@@ -6,7 +6,7 @@
 #include <cmath>
 #include <cstdlib>
 
-#include "engine/deadlines.h"
+#include "billing/stop_plan.h"
 
 namespace nodus::backend::slurm {
 
@@ -43,7 +43,7 @@ std::string exec_line(const std::vector<std::string>& argv) {
 
 namespace {
 
-int64_t millis(engine::Seconds s) { return static_cast<int64_t>(std::floor(s.count() * 1000)); }
+int64_t millis(billing::Seconds s) { return static_cast<int64_t>(std::floor(s.count() * 1000)); }
 
 // The enforcer (job_script.h, docs/slurm.md). What it runs, it runs by absolute path and with
 // an environment of its own (`env -i`), so neither the job's PATH nor its variables
@@ -57,7 +57,7 @@ int64_t millis(engine::Seconds s) { return static_cast<int64_t>(std::floor(s.cou
 // outside, which nothing in the namespace can address, KILLs process 1, and with it everything
 // in the namespace, 0.5 s after the plan's KILL: for a job that stopped process 1 anyway
 // (ptrace). A run after a requeue is not run: the plan's clock is the job's first run.
-std::string enforcer(const engine::StopPlan& plan, const std::vector<std::string>& argv) {
+std::string enforcer(const billing::StopPlan& plan, const std::vector<std::string>& argv) {
   int64_t term_ms = millis(plan.term_after);
   int64_t kill_ms = millis(plan.kill_after);
   int64_t after = kill_ms - term_ms;
@@ -191,12 +191,12 @@ fi
   s += "cd -- " + shell_quote(workdir) +
        " || { echo \"nodus: cannot enter the working directory \"" + shell_quote(workdir) +
        " >&2; exit 126; }\n";
-  if (auto plan = engine::plan_stop(job)) return s + enforcer(*plan, job.argv);
+  if (auto plan = billing::plan_stop(job)) return s + enforcer(*plan, job.argv);
   return s + exec_line(job.argv) + "\n";
 }
 
 std::optional<int> time_limit_minutes(const JobRecord& job) {
-  auto plan = engine::plan_stop(job);
+  auto plan = billing::plan_stop(job);
   if (!plan) return std::nullopt;
   return std::max(1, static_cast<int>(std::ceil(plan->kill_after.count() / 60.0)));
 }

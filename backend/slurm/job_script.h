@@ -38,7 +38,7 @@ std::string exec_line(const std::vector<std::string>& argv);
 // that is a link or someone else's file is not used: NODUS_METRICS is unset, with a line saying
 // so), enters `workdir` (exit 126 with a line
 // saying so when it cannot: Slurm itself would run the job in /tmp), then runs argv.
-// When the job has a stop plan (engine/deadlines.h: --timeout, --max-cost, its sweep's budget
+// When the job has a stop plan (billing/stop_plan.h: --timeout, --max-cost, its sweep's budget
 // share) argv runs under the node's own enforcer: TERM at the plan's term_after and KILL at
 // kill_after, both counted from Slurm's start time of the job (when billing starts), whatever
 // happens to nodus, slurmrestd or the network. The enforcer is out of the job's reach and takes

@@ -7,8 +7,8 @@
 #include <utility>
 
 #include "billing/catalog.h"
+#include "billing/stop_plan.h"
 #include "core/error.h"
-#include "engine/deadlines.h"
 
 namespace nodus::backend::slurm {
 
@@ -63,10 +63,10 @@ JobState final_state_of(const SlurmJob& slurm, const JobRecord& job) {
                      : INFINITY;
     return cap < timeout ? JobState::kCostCap : JobState::kTimeout;
   }
-  // Stopped by its plan (engine/deadlines.h) at or after the plan's TERM (Slurm's times are whole
+  // Stopped by its plan (billing/stop_plan.h) at or after the plan's TERM (Slurm's times are whole
   // seconds): the node's enforcer (timeout(1)'s 124 after its TERM, or its KILL), or the
   // supervisor's TERM through the signal API, which Slurm records as CANCELLED.
-  if (auto plan = engine::plan_stop(job)) {
+  if (auto plan = billing::plan_stop(job)) {
     WaitStatus w = decode_wait_status(slurm.exit_code);
     bool by_plan = s == "CANCELLED" || w.exit_code == 124 || w.signal == SIGKILL;
     if (by_plan && slurm.start_time > 0 &&

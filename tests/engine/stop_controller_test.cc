@@ -11,6 +11,8 @@
 namespace nodus::engine {
 namespace {
 
+using billing::kKillMargin;
+using billing::plan_stop;
 using namespace std::chrono_literals;
 using Time = StopController::Time;
 

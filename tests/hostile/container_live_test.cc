@@ -13,6 +13,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 
 #include "hostile/hostile_util.h"
 
@@ -241,6 +242,59 @@ TEST(LiveContainer, SigkillOfNodusStillEndsTheContainer) {
   EXPECT_TRUE(containers_after(m.word, 5s).empty()) << containers_with(m.word);
   std::printf("SIGKILL of nodus: the container's processes gone after %.2f s\n", gone);
   (void)wait_exit(nodus, 5s);
+  clean_up(marker, m.word);
+}
+
+// The cgroup folders named for the job's cgroup (job-<token>), in every cgroup hierarchy
+// mounted here: podman's v1 ones on a hybrid host included.
+std::vector<std::string> cgroup_folders_named(const std::string& name) {
+  std::vector<std::string> found;
+  auto r = shell("awk '$9 == \"cgroup\" || $9 == \"cgroup2\" {print $5}' /proc/self/mountinfo");
+  std::istringstream mounts(r.out);
+  for (std::string mount; std::getline(mounts, mount);) {
+    std::error_code ec;
+    for (auto it = std::filesystem::recursive_directory_iterator(mount, ec);
+         !ec && it != std::filesystem::recursive_directory_iterator(); it.increment(ec)) {
+      if (it->path().filename() == name) {
+        found.push_back(it->path().string());
+        it.disable_recursion_pending();
+      } else if (it.depth() >= 2) {
+        it.disable_recursion_pending();  // nodus's cgroups are at most /nodus/job-X
+      }
+    }
+  }
+  return found;
+}
+
+TEST(LiveContainer, AfterSigkillOfNodusTheNextCommandRemovesTheContainersCgroups) {
+  REQUIRE_PODMAN();
+  NodusHome home;
+  const std::string marker = unique_marker("31009");
+  const Spelled m = spell(marker);
+  pid_t nodus = home.start({"run", "--grace", "1s", "--image", kImage, "--", "sh", "-c",
+                            m.set + "sleep 3" + m.word + "; true"});
+  ASSERT_TRUE(wait_for_processes(marker, 1, 20s)) << "the container never started";
+  auto shown = home.run({"show", "1", "--format", "json"});
+  const std::string key = "contained by cgroup ";
+  const auto at = shown.out.find(key);
+  ASSERT_NE(at, std::string::npos) << shown.out;
+  const std::string path =
+      shown.out.substr(at + key.size(), shown.out.find_first_of(";\"", at) - at - key.size());
+  const std::string name = std::filesystem::path(path).filename().string();
+  ASSERT_EQ(name.rfind("job-", 0), 0u) << path;
+  ASSERT_FALSE(cgroup_folders_named(name).empty()) << "no cgroup named " << name;
+  ASSERT_EQ(::kill(nodus, SIGKILL), 0);
+  (void)wait_exit(nodus, 5s);
+  EXPECT_TRUE(survivors_after(marker, 5s).empty());
+  EXPECT_TRUE(containers_after(m.word, 10s).empty()) << containers_with(m.word);
+  // Whatever was left (podman's cgroups for the container and its conmon, in each hierarchy)
+  // goes with the next command that reconciles the store.
+  auto ps = home.run({"ps", "-a"});
+  EXPECT_EQ(ps.code, 0) << ps.err;
+  std::string left;
+  for (const auto& f : cgroup_folders_named(name)) left += f + "\n";
+  EXPECT_EQ(left, "") << "cgroups left after `nodus ps`";
+  for (const auto& f : cgroup_folders_named(name)) ::rmdir(f.c_str());
   clean_up(marker, m.word);
 }
 

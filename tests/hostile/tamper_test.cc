@@ -144,8 +144,7 @@ TEST_F(Tamper, TheNextNodusCommandEndsItPastItsDeadlineAndBillsAllItRan) {
   auto job = show_json(home, "1");
   EXPECT_EQ(job["state"], "tampered") << job.dump();
   EXPECT_GT(job["cost_usd"].get<double>(), 3.0) << "billed less than it ran: " << job.dump();
-  EXPECT_NE(job["note"].get<std::string>().find("past its --max-cost"), std::string::npos)
-      << job.dump();
+  EXPECT_NE(job["note"].get<std::string>().find("past its cap"), std::string::npos) << job.dump();
   clean_up(nodus, marker);
 }
 

@@ -7,8 +7,8 @@
 #include <csignal>
 
 #include "billing/catalog.h"
+#include "billing/stop_plan.h"
 #include "cluster.h"
-#include "engine/deadlines.h"
 
 namespace nodus::backend::slurm {
 namespace {
@@ -102,7 +102,7 @@ TEST(SlurmClusterCaps, CostCapTermsGraceEarlyAndKillsAtTheCap) {
   ASSERT_TRUE(started);
   // The engine's plan, which the node's enforcer follows too: TERM grace before the KILL, the
   // KILL ahead of the cap by the kill's latency and Slurm's end lag.
-  auto plan = engine::plan_stop(job);
+  auto plan = billing::plan_stop(job);
   ASSERT_TRUE(plan);
   double cap = *started + billing::cap_seconds(*job.max_cost, 1, job.rate_per_gpu_hour);
   double term_at = *started + plan->term_after.count();

@@ -1,11 +1,12 @@
-#include "engine/deadlines.h"
+#include "billing/stop_plan.h"
 
 #include <algorithm>
 #include <cmath>
 
 #include "billing/catalog.h"
+#include "core/cost.h"
 
-namespace nodus::engine {
+namespace nodus::billing {
 namespace {
 
 std::optional<StopPlan> cap_plan(double cap, const JobRecord& job, JobState reason) {
@@ -28,20 +29,13 @@ std::optional<StopPlan> plan_stop(const JobRecord& job, std::optional<double> bu
     Seconds term = std::min<Seconds>(std::chrono::milliseconds(*job.timeout_ms), kFarthestDeadline);
     consider(StopPlan{JobState::kTimeout, term, term + std::chrono::milliseconds(job.grace_ms)});
   }
-  if (job.max_cost) consider(cap_plan(*job.max_cost, job, JobState::kCostCap));
-  if (budget_cap && (!job.max_cost || *budget_cap < *job.max_cost))
-    consider(cap_plan(*budget_cap, job, JobState::kBudget));
+  if (auto cap = effective_cap(job.max_cost, budget_cap))
+    consider(cap_plan(*cap, job, cap == job.max_cost ? JobState::kCostCap : JobState::kBudget));
   return best;
-}
-
-std::optional<double> budget_cap_of(const JobRecord& job) {
-  auto it = job.options.find("budget_cap");
-  if (it == job.options.end() || !it->is_number()) return std::nullopt;
-  return it->get<double>();
 }
 
 std::optional<StopPlan> plan_stop(const JobRecord& job) {
   return plan_stop(job, budget_cap_of(job));
 }
 
-}  // namespace nodus::engine
+}  // namespace nodus::billing

@@ -11,7 +11,7 @@
 
 #include "core/job.h"
 
-namespace nodus::engine {
+namespace nodus::billing {
 
 using Seconds = std::chrono::duration<double>;
 
@@ -38,10 +38,8 @@ inline constexpr Seconds kFarthestDeadline{10.0 * 365 * 24 * 3600};
 // is kBudget).
 std::optional<StopPlan> plan_stop(const JobRecord& job, std::optional<double> budget_cap);
 
-// The share of its sweep's budget a job was granted (job.options["budget_cap"]), if any.
-std::optional<double> budget_cap_of(const JobRecord& job);
 // The same plan from the record alone: what a backend that enforces the caps away from this
 // process (Slurm's node) uses, so both stop at the same moments.
 std::optional<StopPlan> plan_stop(const JobRecord& job);
 
-}  // namespace nodus::engine
+}  // namespace nodus::billing
