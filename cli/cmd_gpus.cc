@@ -34,14 +34,20 @@ struct GpusCommand {
       std::optional<store::GpuHolder> other;
       if (it == holder.end()) {
         other = store::gpu_holder(g.index);
-        if (other && other->store == store->path()) other.reset();
+        if (other && other->store == store->path() && !other->orphaned) other.reset();
       }
       std::string shown = it != holder.end() ? std::to_string(it->second)
-                          : other            ? "job " + std::to_string(other->job_id) + " of " +
-                                        (other->store.empty() ? "another store" : other->store)
-                                  : "free";
+                          : other
+                              ? "job " + std::to_string(other->job_id) + " of " +
+                                    (other->store.empty() ? "another store" : other->store) +
+                                    (other->orphaned ? " (its nodus is gone, it still runs)" : "")
+                              : "free";
       nlohmann::json held_by;
-      if (other) held_by = {{"job", other->job_id}, {"store", other->store}, {"pid", other->pid}};
+      if (other)
+        held_by = {{"job", other->job_id},
+                   {"store", other->store},
+                   {"pid", other->pid},
+                   {"orphaned", other->orphaned}};
       t.add_row(
           {std::to_string(g.index), g.type, g.name,
            entry ? format_usd(entry->usd_per_gpu_hour) : "-", shown},

@@ -16,11 +16,16 @@ std::string held_by_other_stores(const store::Store& store, const std::string& t
   for (const auto& g : inventory.gpus) {
     if (g.type != type) continue;
     auto holder = store::gpu_holder(g.index);
-    if (!holder || holder->store == store.path()) continue;
+    if (!holder || (holder->store == store.path() && !holder->orphaned)) continue;
     out += "; GPU " + std::to_string(g.index) + " is held by job " +
            std::to_string(holder->job_id) + " of the store " +
-           (holder->store.empty() ? "(unknown)" : holder->store) + " (pid " +
-           std::to_string(holder->pid) + ")";
+           (holder->store.empty() ? "(unknown)" : holder->store);
+    if (holder->orphaned)
+      out += ": its nodus (pid " + std::to_string(holder->pid) +
+             ") is gone but its processes still run in " + holder->cgroup +
+             " (the next nodus command on that store ends them)";
+    else
+      out += " (pid " + std::to_string(holder->pid) + ")";
   }
   return out;
 }

@@ -148,8 +148,8 @@ void reconcile_local_cgroups(store::Store& store, const std::vector<JobRecord>& 
       job->ended_at = k.at;
       job->cost = cost_usd(job->gpu_count, job->rate_per_gpu_hour, k.at - *job->started_at);
       note += "; billed to then";
-      if (job->max_cost && job->cost > *job->max_cost)
-        note += " (" + format_usd(job->cost - *job->max_cost) + " past its --max-cost)";
+      if (auto cap = effective_cap(job->max_cost, budget_cap_of(*job)); cap && job->cost > *cap)
+        note += " (" + format_usd(job->cost - *cap) + " past its cap)";
     }
     job->note = job->note.empty() ? note : job->note + "; " + note;
     store.update_job(*job);
@@ -183,9 +183,9 @@ JobRecord force_end(store::Store& store, JobRecord job, JobState state, const st
   job.ended_at = now;
   if (job.started_at) {
     job.cost = cost_usd(job.gpu_count, job.rate_per_gpu_hour, std::max(0.0, now - *job.started_at));
-    if (job.max_cost && job.cost > *job.max_cost)
+    if (auto cap = effective_cap(job.max_cost, budget_cap_of(job)); cap && job.cost > *cap)
       note += "; billed " + format_usd(job.cost) + " for all it ran, " +
-              format_usd(job.cost - *job.max_cost) + " past its --max-cost";
+              format_usd(job.cost - *cap) + " past its cap";
   }
   job.exit_code = exit_status_for(job);
   job.note = job.note.empty() ? note : job.note + "; " + note;

@@ -7,6 +7,7 @@
 #include <iostream>
 #include <mutex>
 
+#include "backend/local/cgroup.h"
 #include "billing/catalog.h"
 #include "billing/stop_plan.h"
 #include "core/error.h"
@@ -16,6 +17,7 @@
 #include "engine/signals.h"
 #include "engine/stop_controller.h"
 #include "engine/watchdog.h"
+#include "store/gpu_locks.h"
 #include "store/outcome_file.h"
 
 namespace nodus::engine {
@@ -168,6 +170,11 @@ int Supervisor::run(JobRecord& job, const SuperviseRun& run) {
   // killed before it records the launch, this supervisor leaves reconcile a job to kill and bill
   // to that heartbeat (its sentinel ends the job as it dies), not one that "never started".
   spec.before_start = [this](const JobRecord& ready) {
+    // Its GPUs stay claimed while its cgroup has processes, whoever holds their locks
+    // (store/gpu_locks.h): a job that outlives its supervisor and sentinel keeps them.
+    if (!ready.gpu_indices.empty())
+      store::note_gpu_cgroup(ready.gpu_indices, ready.id, store_.path(),
+                             backend::local::cgroup_from_note(ready.note));
     JobRecord pending = ready;
     const double now = unix_now();
     pending.state = JobState::kStarting;

@@ -14,6 +14,7 @@
 
 #include "core/config.h"
 #include "core/error.h"
+#include "core/proc.h"
 #include "store/store.h"
 
 namespace nodus::store {
@@ -73,6 +74,31 @@ bool same_file(int fd, const std::string& path) {
          a.st_ino == b.st_ino;
 }
 
+// What a lock file says of its holder: "pid P", "job J", "store S" and, once the job's cgroup
+// exists, "cgroup C", a line each.
+GpuHolder parse_holder(const std::string& text) {
+  GpuHolder holder;
+  std::istringstream in(text);
+  std::string key;
+  while (in >> key) {
+    if (key == "pid") {
+      in >> holder.pid;
+    } else if (key == "job") {
+      in >> holder.job_id;
+    } else if (key == "store" || key == "cgroup") {
+      in.get();
+      std::getline(in, key == "store" ? holder.store : holder.cgroup);
+    }
+  }
+  return holder;
+}
+
+GpuHolder read_holder(int fd) {
+  char buf[4096];
+  ssize_t n = ::pread(fd, buf, sizeof buf, 0);
+  return parse_holder(std::string(buf, n > 0 ? static_cast<size_t>(n) : 0));
+}
+
 void write_holder(int fd, int64_t job_id, const std::string& store_path) {
   std::string text = "pid " + std::to_string(::getpid()) + "\njob " + std::to_string(job_id) +
                      "\nstore " + store_path + "\n";
@@ -115,6 +141,12 @@ bool lock_gpu(int index, int64_t job_id, const std::string& store_path) {
       ::close(fd);
       continue;
     }
+    // Its last holder died without releasing it (a release empties the file) and the job it
+    // held it for still has processes on the GPU: still in use.
+    if (job_cgroup_populated(read_holder(fd).cgroup)) {
+      ::close(fd);
+      return false;
+    }
     write_holder(fd, job_id, store_path);
     Held& h = held();
     std::lock_guard g(h.mu);
@@ -152,28 +184,46 @@ std::optional<GpuHolder> gpu_holder(int index) {
   const std::string path = file_of(index);
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
   if (fd < 0) return std::nullopt;
-  // A shared lock succeeds only when nobody holds the exclusive one: then the GPU is free.
-  if (::flock(fd, LOCK_SH | LOCK_NB) == 0) {
-    ::close(fd);
-    return std::nullopt;
-  }
-  char buf[4096];
-  ssize_t n = ::pread(fd, buf, sizeof buf, 0);
+  // A shared lock succeeds only when nobody holds the exclusive one: then the GPU is free,
+  // unless the job of a holder that died still runs.
+  const bool unlocked = ::flock(fd, LOCK_SH | LOCK_NB) == 0;
+  GpuHolder holder = read_holder(fd);
   ::close(fd);
-  GpuHolder holder;
-  std::istringstream in(std::string(buf, n > 0 ? static_cast<size_t>(n) : 0));
-  std::string key;
-  while (in >> key) {
-    if (key == "pid")
-      in >> holder.pid;
-    else if (key == "job")
-      in >> holder.job_id;
-    else if (key == "store") {
-      in.get();
-      std::getline(in, holder.store);
-    }
+  if (unlocked) {
+    if (!job_cgroup_populated(holder.cgroup)) return std::nullopt;
+    holder.orphaned = true;
   }
   return holder;
+}
+
+void note_gpu_cgroup(const std::vector<int>& indices, int64_t job_id, const std::string& store_path,
+                     const std::string& cgroup) {
+  if (cgroup.empty() || cgroup.find('\n') != std::string::npos) return;
+  for (int index : indices) {
+    const std::string path = file_of(index);
+    int fd = ::open(path.c_str(), O_WRONLY | O_APPEND | O_CLOEXEC | O_NOFOLLOW);
+    if (fd < 0) continue;
+    int rfd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    GpuHolder holder = rfd >= 0 ? read_holder(rfd) : GpuHolder{};
+    if (rfd >= 0) ::close(rfd);
+    if (holder.job_id == job_id && holder.store == store_path && holder.cgroup.empty()) {
+      const std::string line = "cgroup " + cgroup + "\n";
+      ssize_t ignored = ::write(fd, line.data(), line.size());
+      (void)ignored;
+    }
+    ::close(fd);
+  }
+}
+
+bool job_cgroup_populated(const std::string& cgroup) {
+  if (cgroup.empty() || cgroup.find("/.") != std::string::npos) return false;
+  const auto slash = cgroup.rfind('/');
+  if (slash == std::string::npos || cgroup.compare(slash + 1, 4, "job-") != 0) return false;
+  auto mountinfo = read_small_file("/proc/self/mountinfo");
+  auto mount = mountinfo ? cgroup2_mount(*mountinfo) : std::nullopt;
+  if (!mount || cgroup.rfind(*mount + "/", 0) != 0) return false;
+  auto events = read_small_file(cgroup + "/cgroup.events");
+  return events && events->find("populated 1") != std::string::npos;
 }
 
 }  // namespace nodus::store

@@ -10,6 +10,13 @@
 // so jobs never inherit them). A process releases a job's locks with unlock_gpus(job_id).
 // What this cannot stop: a process of the same user deleting a held lock file, after which a
 // second claimant locks a new file of the same name (ARCHITECTURE.md, "GPU claims").
+//
+// A job outlives its lock when its nodus processes die without ending it (a job that stops its
+// supervisor and kills its sentinel, then the supervisor is killed): the kernel drops the lock
+// while the job's processes still run on the GPU. So the lock file also names the job's cgroup
+// (note_gpu_cgroup, once it exists), a normal release empties the file, and a file whose lock is
+// free but which still names a cgroup with processes in it is a GPU still in use: lock_gpu
+// refuses it and gpu_holder reports it (orphaned) until those processes are gone.
 
 #include <cstdint>
 #include <optional>
@@ -25,7 +32,9 @@ std::string gpu_lock_dir();
 struct GpuHolder {
   int64_t pid = 0;
   int64_t job_id = 0;
-  std::string store;  // the holder's store file
+  std::string store;      // the holder's store file
+  std::string cgroup;     // the job's cgroup, once note_gpu_cgroup named it
+  bool orphaned = false;  // nobody holds the lock, but the job's processes still run in cgroup
 };
 
 // Locks GPU `index` for job_id of the store at store_path, without waiting. False when another
@@ -33,10 +42,22 @@ struct GpuHolder {
 // folder or the file cannot be used.
 bool lock_gpu(int index, int64_t job_id, const std::string& store_path);
 
+// Records the job's cgroup in the lock files of `indices` that name job_id of store_path as
+// their holder (the lock may belong to another process: a sweep's runner claims its cells'
+// GPUs). Best effort: a file it cannot write keeps the lock's own guarantee.
+void note_gpu_cgroup(const std::vector<int>& indices, int64_t job_id, const std::string& store_path,
+                     const std::string& cgroup);
+
+// True when `cgroup` is a job's cgroup (a folder named job-* under the cgroup2 mount) that
+// has processes in it now.
+bool job_cgroup_populated(const std::string& cgroup);
+
 // Releases every GPU this process locked for job_id of the store at store_path.
 void unlock_gpus(int64_t job_id, const std::string& store_path);
 
-// The holder of GPU `index`, or nullopt when it is free (or its file says nothing readable).
+// The holder of GPU `index`, or nullopt when it is free (or its file says nothing readable):
+// the live holder of its lock, or one whose lock died with it while its job still runs
+// (orphaned).
 std::optional<GpuHolder> gpu_holder(int index);
 
 // The GPUs this process holds for job_id of the store at store_path.

@@ -7,7 +7,9 @@
 //   supervisor records it as tampered once it runs again;
 // - both (stop the supervisor, then kill the sentinel): `nodus stop` kills the job itself, and
 //   so does the next nodus command once the job's deadline has passed, billing all it ran;
-// - a sweep cell that kills its sentinel and its supervisor at once: the sweep kills the cell.
+// - a sweep cell that kills its sentinel and its supervisor at once: the sweep kills the cell;
+// - a job left running after both enforcers are gone keeps its GPUs: no store on the machine
+//   gets them until its processes are gone.
 
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -129,11 +131,13 @@ TEST_F(Tamper, TheNextNodusCommandEndsItPastItsDeadlineAndBillsAllItRan) {
   const std::string marker = unique_marker("81004");
   const std::string script =
       std::string(kFindSentinel) + "kill -STOP $PPID; kill -9 $s; sleep " + marker;
-  // $1 a second: the cap buys 3 s, SIGTERM due at 2 s; the deadline is start + 3 s + 1 s grace.
+  // $1 a second: the cap buys 3 s, SIGTERM due at 2 s, SIGKILL at the cap: the deadline.
   pid_t nodus = home.start({"run", "--gpu", kTestGpu, "--max-cost", "3", "--grace", "1s", "--",
                             "bash", script_file(home, script)},
                            test_gpus(home));
   ASSERT_TRUE(wait_for_processes(marker, 1, 20s));
+  // No nodus command runs until it is past its cap (its bill must then say so).
+  std::this_thread::sleep_for(3500ms);
   bool gone = false;
   for (int i = 0; i < 120 && !gone; ++i) {
     std::this_thread::sleep_for(250ms);
@@ -145,6 +149,45 @@ TEST_F(Tamper, TheNextNodusCommandEndsItPastItsDeadlineAndBillsAllItRan) {
   EXPECT_EQ(job["state"], "tampered") << job.dump();
   EXPECT_GT(job["cost_usd"].get<double>(), 3.0) << "billed less than it ran: " << job.dump();
   EXPECT_NE(job["note"].get<std::string>().find("past its cap"), std::string::npos) << job.dump();
+  clean_up(nodus, marker);
+}
+
+// Stops its supervisor and kills the sentinel; then the stopped supervisor is killed too (an
+// OOM kill, a user's kill -9): the kernel drops its GPU locks while the job still runs on them.
+// Another store must not get those GPUs until the job's processes are gone.
+TEST_F(Tamper, AJobThatOutlivesItsEnforcersKeepsItsGpusFromEveryStore) {
+  NodusHome home, other;
+  const std::string marker = unique_marker("81006");
+  const std::string script =
+      std::string(kFindSentinel) + "kill -STOP $PPID; kill -9 $s; sleep " + marker;
+  pid_t nodus = home.start(
+      {"run", "--gpu", kTestGpu, "--max-cost", "600", "--", "bash", script_file(home, script)},
+      test_gpus(home));
+  ASSERT_TRUE(wait_for_processes(marker, 1, 20s));
+  for (int i = 0; i < 100 && !is_stopped(nodus); ++i) std::this_thread::sleep_for(50ms);
+  ASSERT_TRUE(is_stopped(nodus));
+  ASSERT_EQ(::kill(nodus, SIGKILL), 0);
+  (void)wait_exit(nodus, 10s);
+  ASSERT_FALSE(processes_with(marker).empty()) << "nothing left to test: the job died with nodus";
+
+  auto refused = other.run({"run", "--gpu", kTestGpu, "--no-wait", "--", "true"}, test_gpus(other));
+  EXPECT_EQ(refused.code, 125) << "another store was given GPUs the job still runs on: "
+                               << refused.err;
+  EXPECT_NE(refused.err.find("GPU 0 is held by job 1 of the store " + home.file("nodus.db") +
+                             ": its nodus (pid " + std::to_string(nodus) + ") is gone"),
+            std::string::npos)
+      << refused.err;
+  auto gpus = other.run({"gpus", "--format", "json"}, test_gpus(other));
+  ASSERT_EQ(gpus.code, 0) << gpus.err;
+  auto rows = nlohmann::json::parse(gpus.out, nullptr, false);
+  ASSERT_TRUE(rows.is_array() && !rows.empty()) << gpus.out;
+  EXPECT_EQ(rows[0]["other_store"]["orphaned"], true) << gpus.out;
+
+  // Any command of the job's own store ends it (its supervisor is gone); then the GPUs are free.
+  EXPECT_EQ(home.run({"ps"}, test_gpus(home)).code, 0);
+  EXPECT_TRUE(survivors_after(marker, 5s).empty()) << "nodus ps left the job running";
+  auto granted = other.run({"run", "--gpu", kTestGpu, "--no-wait", "--", "true"}, test_gpus(other));
+  EXPECT_EQ(granted.code, 0) << granted.err;
   clean_up(nodus, marker);
 }
 
