@@ -138,7 +138,6 @@ nlohmann::json prepare_instrumentation(const JobRecord& job, const SuperviseOpti
   if (!telemetry::runs_python(job.argv)) return off("not a Python command");
   if (!options.instrument) return off("--no-instrument");
   if (job.backend != "local") return off("only local jobs are instrumented");
-  if (!job.image.empty()) return off("not inside containers (--image)");
   if (job.metrics_path.empty()) return off("no job folder");
   if (auto why = telemetry::python_ignores_hook(job.argv)) return off(*why);
   std::string dir = hook_dir(job);
@@ -274,8 +273,14 @@ void Measurement::on_started(const JobRecord& job) {
   m.started_at = job.started_at.value_or(unix_now());
   if (job.backend == "local" && !job.backend_id.empty()) {
     pid_t pid = std::stoi(job.backend_id);
-    m.io = std::make_unique<telemetry::IoTracker>(pid);
-    if (auto dir = job_cgroup_dir(pid)) m.io->watch_cgroup(*dir);
+    // The job's cgroup as its record names it: with --image the main process is the engine's
+    // client, outside it, and the container's processes are inside.
+    const std::string cgroup = backend::local::cgroup_from_note(job.note);
+    m.io = std::make_unique<telemetry::IoTracker>(pid, telemetry::make_proc_reader(), cgroup);
+    if (!cgroup.empty())
+      m.io->watch_cgroup(cgroup);
+    else if (auto dir = job_cgroup_dir(pid))
+      m.io->watch_cgroup(*dir);
   }
 }
 

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <limits>
 
+#include "backend/local/cgroup.h"
 #include "backend/local/cpuset.h"
 #include "core/error.h"
 #include "core/parse.h"
@@ -49,6 +50,7 @@ struct JobObserver::Impl {
   std::string gpu_note;
   std::unique_ptr<telemetry::HostSampler> host;
   pid_t host_pid = 0;  // the host sampler starts at the first tick: a short job never scans /proc
+  std::string host_cgroup;  // the job's cgroup, as its record names it ("" when none)
   std::optional<telemetry::UtilPolicy> policy;
   std::optional<std::string> low_util;
   std::unique_ptr<sweep::MetricsFileReader> metrics;
@@ -153,6 +155,7 @@ void JobObserver::on_started(const JobRecord& job) {
     m.policy.emplace(*m.options.min_util, m.options.util_window,
                      job.started_at.value_or(unix_now()));
   if (!job.backend_id.empty()) m.host_pid = std::stoi(job.backend_id);
+  m.host_cgroup = backend::local::cgroup_from_note(job.note);
 }
 
 void JobObserver::on_line(std::string_view line) {
@@ -187,7 +190,8 @@ void JobObserver::tick(const JobRecord& job) {
   if (m.host) {
     m.host_buffer.push_back(m.host->sample());
   } else if (m.host_pid > 0) {
-    m.host = std::make_unique<telemetry::HostSampler>(m.host_pid);  // the baseline
+    m.host = std::make_unique<telemetry::HostSampler>(m.host_pid, telemetry::make_proc_reader(),
+                                                      std::nullopt, m.host_cgroup);  // baseline
   }
   m.read_metrics(false);
   if (m.measure)

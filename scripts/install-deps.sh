@@ -5,7 +5,8 @@
 #   test:  demo + Chromium (report tests), clang-format and shellcheck (scripts/lint.sh), and the
 #          Slurm test cluster's packages (scripts/slurm-dev-cluster.sh; it installs them itself
 #          when missing): Slurm 22.05, slurmrestd, munge, slurmdbd and MariaDB for accounting;
-#          podman, runc and busybox-static for the live --image tests (docs/containers.md)
+#          podman, runc, catatonit (podman run --init's init; podman only recommends it) and
+#          busybox-static for the live --image tests (docs/containers.md)
 set -euo pipefail
 profile=${1:-build}
 pkgs=(g++ cmake ninja-build pkg-config libcurl4-openssl-dev nlohmann-json3-dev libcli11-dev
@@ -16,7 +17,7 @@ case "$profile" in
   demo) pkgs+=(python3-torch) ;;
   test)
     pkgs+=(python3-torch chromium procps clang-format shellcheck tmux curl slurm-wlm slurmrestd munge
-           slurm-wlm-jwt-plugin slurmdbd mariadb-server podman runc busybox-static) ;;
+           slurm-wlm-jwt-plugin slurmdbd mariadb-server podman runc catatonit busybox-static) ;;
   *) echo "install-deps.sh: unknown profile '$profile': expected build, demo or test" >&2; exit 2 ;;
 esac
 missing=()

@@ -129,7 +129,8 @@ std::vector<ProcStat> select_tree(const std::vector<ProcStat>& all, const TreeRo
   return out;
 }
 
-TreeWalker::TreeWalker(pid_t main_pid, ProcReader& reader) : reader_(reader) {
+TreeWalker::TreeWalker(pid_t main_pid, ProcReader& reader, const std::string& cgroup)
+    : reader_(reader) {
   root_.main_pid = main_pid;
   if (auto st = read(main_pid)) {
     if (st->session != reader_.self_session()) root_.session = st->session;
@@ -137,6 +138,10 @@ TreeWalker::TreeWalker(pid_t main_pid, ProcReader& reader) : reader_(reader) {
   }
   // A cgroup of its own: one the job's main process is in and nodus is not (without one the
   // job shares nodus's, which may hold the whole host).
+  if (!cgroup.empty() && reader_.cgroup_procs(cgroup)) {
+    cgroup_ = cgroup;
+    return;
+  }
   auto job = reader_.cgroup_dir(main_pid);
   auto self = reader_.cgroup_dir(0);
   if (job && self && *job != *self && reader_.cgroup_procs(*job)) cgroup_ = *job;
@@ -184,8 +189,8 @@ std::vector<ProcStat> TreeWalker::members() {
 }
 
 HostSampler::HostSampler(pid_t main_pid, std::unique_ptr<ProcReader> reader,
-                         std::optional<double> t_mono)
-    : reader_(std::move(reader)), walker_(main_pid, *reader_) {
+                         std::optional<double> t_mono, const std::string& cgroup)
+    : reader_(std::move(reader)), walker_(main_pid, *reader_, cgroup) {
   measure(unix_now(), t_mono ? *t_mono : steady_seconds());
 }
 

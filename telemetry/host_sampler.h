@@ -63,9 +63,11 @@ std::vector<ProcStat> select_tree(const std::vector<ProcStat>& all, const TreeRo
 // The members of one job's tree, read the way the header comment says.
 class TreeWalker {
  public:
-  // Resolves the root (session and group, when not nodus's own) and the job's cgroup: used when
-  // main_pid's cgroup is not this process's own and its cgroup.procs can be read.
-  TreeWalker(pid_t main_pid, ProcReader& reader);
+  // Resolves the root (session and group, when not nodus's own) and the job's cgroup: `cgroup`
+  // when given and its cgroup.procs can be read (a container's processes are in the job's
+  // cgroup while the engine's client, the main process, is not), else main_pid's when it is
+  // not this process's own and can be read.
+  TreeWalker(pid_t main_pid, ProcReader& reader, const std::string& cgroup = "");
   // The members now, with their /proc/PID/stat (zombies included).
   std::vector<ProcStat> members();
   const TreeRoot& root() const { return root_; }
@@ -82,8 +84,9 @@ class HostSampler {
  public:
   // Reads the main process and takes the baseline: CPU time used before now is not counted.
   // t_mono: the steady clock in seconds (default: now), for tests that drive the clock.
+  // cgroup: the job's cgroup folder when known (TreeWalker).
   explicit HostSampler(pid_t main_pid, std::unique_ptr<ProcReader> reader = make_proc_reader(),
-                       std::optional<double> t_mono = std::nullopt);
+                       std::optional<double> t_mono = std::nullopt, const std::string& cgroup = "");
 
   // CPU use since the previous call (or construction), at unix time now and the steady clock.
   HostSample sample();

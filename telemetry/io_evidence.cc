@@ -77,8 +77,8 @@ std::optional<std::pair<uint64_t, uint64_t>> parse_cpu_iowait(std::string_view t
   return std::make_pair(iowait, total);
 }
 
-IoTracker::IoTracker(pid_t main_pid, std::unique_ptr<ProcReader> reader)
-    : reader_(std::move(reader)), walker_(main_pid, *reader_) {}
+IoTracker::IoTracker(pid_t main_pid, std::unique_ptr<ProcReader> reader, const std::string& cgroup)
+    : reader_(std::move(reader)), walker_(main_pid, *reader_, cgroup) {}
 
 void IoTracker::watch_cgroup(std::string dir) { cgroup_dir_ = std::move(dir); }
 

@@ -44,7 +44,9 @@ std::optional<std::pair<uint64_t, uint64_t>> parse_cpu_iowait(std::string_view s
 
 class IoTracker {
  public:
-  explicit IoTracker(pid_t main_pid, std::unique_ptr<ProcReader> reader = make_proc_reader());
+  // cgroup: the job's cgroup folder when known (TreeWalker).
+  explicit IoTracker(pid_t main_pid, std::unique_ptr<ProcReader> reader = make_proc_reader(),
+                     const std::string& cgroup = "");
   // The job's cgroup folder (cgroup v2): its io.stat is read at each sample besides the tree.
   void watch_cgroup(std::string dir);
   void sample();  // once per tick

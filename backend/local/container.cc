@@ -127,7 +127,8 @@ std::vector<std::string> container_run_argv(const ContainerEngine& engine,
                                             const std::string& container_name, const JobRecord& job,
                                             const std::map<std::string, std::string>& job_env,
                                             const std::string& workdir,
-                                            const std::string& cgroup_parent) {
+                                            const std::string& cgroup_parent,
+                                            const std::vector<int>& cpus) {
   std::vector<std::string> argv = {engine.path};
   const bool in_job_cgroup = engine.name == "podman" && !cgroup_parent.empty();
   // A path as --cgroup-parent is cgroupfs's form (systemd's is a slice name).
@@ -147,6 +148,17 @@ std::vector<std::string> container_run_argv(const ContainerEngine& engine,
     argv.insert(argv.end(), {"-e", name});
   }
   argv.insert(argv.end(), {"-v", workdir + ":" + workdir, "-w", workdir});
+  // nodus's files for the job, where the job's variables say they are.
+  auto metrics = job_env.find("NODUS_METRICS");
+  if (metrics != job_env.end() && !metrics->second.empty() && metrics->second == job.metrics_path)
+    argv.insert(argv.end(), {"-v", job.metrics_path + ":" + job.metrics_path});
+  if (auto hook = job_env.find("NODUS_HOOK_DIR"); hook != job_env.end() && !hook->second.empty())
+    argv.insert(argv.end(), {"-v", hook->second + ":" + hook->second});
+  if (!cpus.empty()) {
+    std::string list;
+    for (int c : cpus) list += (list.empty() ? "" : ",") + std::to_string(c);
+    argv.insert(argv.end(), {"--cpuset-cpus", list});
+  }
   if (!job.gpu_indices.empty()) {
     if (engine.name == "docker") {
       std::string devices;

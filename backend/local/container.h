@@ -59,13 +59,19 @@ std::string container_cgroup_parent(const std::string& job_cgroup_path);
 // The job's environment (job_env) goes by name only (`-e NAME`: the engine takes the value from
 // its own environment), so values never show in `ps`. CUDA_VISIBLE_DEVICES and
 // NVIDIA_VISIBLE_DEVICES stay outside: the container sees only the assigned GPUs, numbered from
-// 0. <dir> is the job's workdir (absolute), mounted at the same path. GPUs: docker
-// --gpus '"device=0,1"', podman --device nvidia.com/gpu=N (CDI) for each.
+// 0. <dir> is the job's workdir (absolute), mounted at the same path. nodus's own files for the
+// job are mounted at their paths too, so that what the job writes there reaches nodus as it
+// would outside a container: $NODUS_METRICS (the file) and, for an instrumented Python job,
+// $NODUS_HOOK_DIR (the hook, on the job's PYTHONPATH, and the files it writes). `cpus`, when
+// not empty: --cpuset-cpus (the job's CPU set; the engine's client is not the container's
+// parent, so its affinity would not reach it). GPUs: docker --gpus '"device=0,1"', podman
+// --device nvidia.com/gpu=N (CDI) for each.
 std::vector<std::string> container_run_argv(const ContainerEngine& engine,
                                             const std::string& container_name, const JobRecord& job,
                                             const std::map<std::string, std::string>& job_env,
                                             const std::string& workdir,
-                                            const std::string& cgroup_parent = "");
+                                            const std::string& cgroup_parent = "",
+                                            const std::vector<int>& cpus = {});
 
 // `<engine> kill <name>`; the container outlives its killed client otherwise.
 void kill_container(const ContainerEngine& engine, const std::string& container_name,

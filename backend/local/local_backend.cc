@@ -183,12 +183,6 @@ Result<void> LocalBackend::submit(JobRecord& job, const LaunchSpec& spec) {
     else
       why_no_cgroup = made.error().message;
   }
-  // The container's processes go into the job's cgroup (container.h), so the argv waits for it.
-  if (j->engine) {
-    j->container_cgroup = container_cgroup_parent(j->cgroup.path());
-    argv = container_run_argv(*j->engine, j->container_name, job, spec.env, container_dir,
-                              j->container_cgroup);
-  }
   // Disjoint CPUs for jobs that share the host's GPUs (cpuset.h).
   std::vector<int> cpus;
   std::string cpu_note;
@@ -208,8 +202,10 @@ Result<void> LocalBackend::submit(JobRecord& job, const LaunchSpec& spec) {
     cpu_note = plan->note;
     if (cpus.empty() && !cpu_note.empty()) add_note(job, cpu_note);
   }
+  std::map<std::string, std::string> cpu_env;
   if (!cpus.empty()) {
-    for (const auto& [k, v] : cpu_environment(cpus, env)) {
+    cpu_env = cpu_environment(cpus, env);
+    for (const auto& [k, v] : cpu_env) {
       std::string entry = k + "=" + v;
       auto same = [&k](const std::string& e) { return e.rfind(k + "=", 0) == 0; };
       auto it = std::find_if(env.begin(), env.end(), same);
@@ -223,8 +219,18 @@ Result<void> LocalBackend::submit(JobRecord& job, const LaunchSpec& spec) {
       auto confined = j->cgroup.restrict_cpus(format_cpu_list(cpus));
       how = confined.ok() ? "cgroup cpuset" : "sched_setaffinity; " + confined.error().message;
     }
+    if (j->engine) how = "--cpuset-cpus";  // the container's processes are not the client's
     add_note(job, cpu_note + " by " + how);
     job.options["cpus"] = static_cast<int>(cpus.size());  // for the end-of-job workers check
+  }
+  // The container's processes go into the job's cgroup (container.h), so the argv waits for it,
+  // and get the job's CPUs and the variables that go with them.
+  if (j->engine) {
+    j->container_cgroup = container_cgroup_parent(j->cgroup.path());
+    std::map<std::string, std::string> container_env = spec.env;
+    for (const auto& [k, v] : cpu_env) container_env[k] = v;
+    argv = container_run_argv(*j->engine, j->container_name, job, container_env, container_dir,
+                              j->container_cgroup, cpus);
   }
   add_note(job, j->cgroup.valid() ? kContainedByCgroup + j->cgroup.path()
                                   : "contained by process group, session and /proc scan (no "

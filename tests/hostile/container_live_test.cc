@@ -71,6 +71,41 @@ std::string& setup_failure() {
   return why;
 }
 
+// A Python image without a registry: busybox, the host's ld.so.cache and /etc/alternatives
+// (where Debian's libblas.so.3 points), and links /lib and /lib64 into /usr, which each
+// container gets read-only from the host through a containers.conf `volumes` line
+// (python_containers_conf): the host's /usr/bin/python3 and python3-torch, in a container.
+constexpr const char* kPythonImage = "localhost/nodus-test-python:31";
+
+std::string& python_image_failure() {
+  static std::string why = []() -> std::string {
+    if (!setup_failure().empty()) return setup_failure();
+    if (shell("/usr/bin/python3 -c 'import torch' >/dev/null 2>&1").code != 0)
+      return "/usr/bin/python3 cannot import torch (python3-torch: scripts/install-deps.sh test)";
+    if (shell(std::string("podman image exists ") + kPythonImage).code == 0) return "";
+    char dir[] = "/tmp/nodus-py-XXXXXX";
+    if (::mkdtemp(dir) == nullptr) return "mkdtemp failed";
+    const std::string d = dir, r = d + "/root";
+    std::string cmd = "set -e; mkdir -p " + r + "/bin " + r + "/tmp " + r + "/etc " + r + "/usr; " +
+                      "cp /bin/busybox " + r + "/bin/; for a in sh sleep echo cat ls true env; " +
+                      "do ln -s busybox " + r + "/bin/$a; done; ln -s usr/lib " + r +
+                      "/lib; ln -s usr/lib64 " + r + "/lib64; cp /etc/ld.so.cache " + r +
+                      "/etc/; cp -a /etc/alternatives " + r + "/etc/; tar -C " + r + " -cf " + d +
+                      "/py.tar .; podman import -q " + d + "/py.tar " + kPythonImage +
+                      " >/dev/null; rm -rf " + d;
+    if (shell(cmd).code != 0) return "podman import of the Python image's tarball failed";
+    return "";
+  }();
+  return why;
+}
+
+// A containers.conf in the test's home that mounts the host's /usr into every container.
+std::string python_containers_conf(const NodusHome& home) {
+  const std::string conf = home.file("containers-python.conf");
+  write_file(conf, "[containers]\nvolumes = [\"/usr:/usr:ro\"]\n");
+  return conf;
+}
+
 #define REQUIRE_PODMAN()                                                     \
   do {                                                                       \
     if (!setup_failure().empty())                                            \
@@ -296,6 +331,32 @@ TEST(LiveContainer, AfterSigkillOfNodusTheNextCommandRemovesTheContainersCgroups
   EXPECT_EQ(left, "") << "cgroups left after `nodus ps`";
   for (const auto& f : cgroup_folders_named(name)) ::rmdir(f.c_str());
   clean_up(marker, m.word);
+}
+
+// The zero-change measurement holds in a container: an unmodified PyTorch script (two loaders
+// in the main process, tests/data/pytorch/train_eval.py) gets the same figures and diagnosis as
+// it does outside one (tests/measure/python_jobs_test.cc), through the hook folder and
+// $NODUS_METRICS mounted at their paths.
+TEST(LiveContainer, AnUnmodifiedPyTorchScriptIsMeasuredInsideTheContainer) {
+  REQUIRE_PODMAN();
+  if (!python_image_failure().empty())
+    GTEST_SKIP() << "SKIPPED LOUDLY: no Python image: " << python_image_failure();
+  NodusHome home;
+  const std::string data = std::string(NODUS_TEST_DATA) + "/pytorch";
+  auto r = home.run({"run", "--image", kPythonImage, "--workdir", data, "--warmup", "20", "--",
+                     "/usr/bin/python3", "train_eval.py"},
+                    {{"CONTAINERS_CONF", python_containers_conf(home)}});
+  ASSERT_EQ(r.code, 0) << r.err;
+  auto stats = show_json(home, "1")["stats"];
+  EXPECT_EQ(stats["instrumentation"]["on"], true) << stats.dump();
+  ASSERT_EQ(stats["loaders"].size(), 2u) << stats.dump();
+  EXPECT_EQ(stats["loader_driver"].get<std::string>().rfind("Slow@train_eval.py", 0), 0u)
+      << stats.dump();
+  EXPECT_GT(stats["throughput"].get<double>(), 0) << stats.dump();
+  EXPECT_TRUE(stats["data_wait_share"].is_number()) << stats.dump();
+  ASSERT_FALSE(stats["findings"].empty()) << stats.dump();
+  EXPECT_EQ(stats["findings"][0]["rule"], "loader-main") << stats.dump();
+  EXPECT_EQ(stats["verdict"], "loader-starved") << stats.dump();
 }
 
 TEST(LiveContainer, AMissingImageIsOneLineAndExit125WithNothingBilled) {

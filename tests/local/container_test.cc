@@ -172,5 +172,39 @@ TEST(ContainerRunArgv, DockerGetsGpusAsOneQuotedDeviceList) {
             "run");
 }
 
+// nodus's files for the job at their own paths (what the job writes there reaches nodus), and
+// the job's CPU set for the container's processes, which the client's affinity does not reach.
+TEST(ContainerRunArgv, MountsTheMetricsFileAndHookFolderAndPassesTheCpuSet) {
+  JobRecord job;
+  job.argv = {"python3", "train.py"};
+  job.image = "img";
+  job.metrics_path = "/h/metrics/3.jsonl";
+  auto argv = container_run_argv({"podman", "/usr/bin/podman"}, "nodus-3.1", job,
+                                 {{"NODUS_METRICS", "/h/metrics/3.jsonl"},
+                                  {"NODUS_HOOK_DIR", "/h/metrics/3.hook"},
+                                  {"PYTHONPATH", "/h/metrics/3.hook"}},
+                                 "/w", "", {2, 3});
+  auto after_workdir = std::find(argv.begin(), argv.end(), "/w:/w");
+  ASSERT_NE(after_workdir, argv.end());
+  std::vector<std::string> rest(after_workdir + 3, argv.end());  // past "/w:/w", "-w", "/w"
+  std::vector<std::string> expected = {"-v",
+                                       "/h/metrics/3.jsonl:/h/metrics/3.jsonl",
+                                       "-v",
+                                       "/h/metrics/3.hook:/h/metrics/3.hook",
+                                       "--cpuset-cpus",
+                                       "2,3",
+                                       "--",
+                                       "img",
+                                       "python3",
+                                       "train.py"};
+  EXPECT_EQ(rest, expected);
+  for (const char* name : {"NODUS_METRICS", "NODUS_HOOK_DIR", "PYTHONPATH"})
+    EXPECT_NE(std::find(argv.begin(), argv.end(), name), argv.end()) << name;
+  // A NODUS_METRICS that is not the job's own file is not mounted.
+  auto other = container_run_argv({"podman", "/usr/bin/podman"}, "nodus-3.1", job,
+                                  {{"NODUS_METRICS", "/etc/passwd"}}, "/w");
+  EXPECT_EQ(std::find(other.begin(), other.end(), "/etc/passwd:/etc/passwd"), other.end());
+}
+
 }  // namespace
 }  // namespace nodus::backend::local

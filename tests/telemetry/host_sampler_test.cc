@@ -110,6 +110,29 @@ TEST(HostSampler, CountsTheTreesCpuSinceTheBaseline) {
   EXPECT_DOUBLE_EQ(h.rss_mib, (25600 + 256) * 4096.0 / (1024 * 1024));
 }
 
+// --image: the main process is the engine's client, outside the job's cgroup (in nodus's), and
+// the container's processes, started by the engine, are in the job's cgroup and nobody's
+// descendants here: the cgroup the job's record names is what is counted.
+TEST(HostSampler, TheCgroupTheJobRecordNamesIsCountedOverTheMainProcesssTree) {
+  FakeWorld w = job_world();
+  w.procs[700] = {1, 700, 700, 0, 0, 20, 1000};  // the container's process, reparented
+  w.cgroup_of[100] = "/cg/nodus";
+  w.cgroup_of[500] = "/cg/nodus";  // the client stays in nodus's cgroup
+  w.cgroup_of[700] = "/cg/nodus/job-1/libpod-x";
+  w.cgroups["/cg/nodus"] = {100, 500, 501};
+  w.cgroups["/cg/nodus/job-1"] = {700};
+  HostSampler s(500, std::make_unique<FakeReader>(&w), 0.0, "/cg/nodus/job-1");
+  EXPECT_EQ(s.cgroup(), "/cg/nodus/job-1");
+  w.procs[700].utime += 100;  // 1 s in 1 s
+  w.procs[501].utime += 50;   // the client's tree: not the job's work
+  HostSample h = s.sample_at(1, 1.0);
+  EXPECT_DOUBLE_EQ(h.cpu_percent, 100);
+  EXPECT_EQ(h.nprocs, 1);
+  // Without it, the client's tree is all that is seen.
+  HostSampler tree(500, std::make_unique<FakeReader>(&w), 0.0);
+  EXPECT_EQ(tree.cgroup(), "");
+}
+
 TEST(HostSampler, NewProcessCountsAllItsTimeExitedOneDropsOut) {
   FakeWorld w = job_world();
   auto s = make(&w);
