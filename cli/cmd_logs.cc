@@ -76,20 +76,23 @@ class LogReader {
   }
   const LogGap& gap() const { return gap_; }
 
-  // Up to `cap` bytes at *pos (skipping the gap, *pos moves past it), 0 at the end for now.
-  ssize_t read(uint64_t& pos, char* buf, size_t cap) {
+  // Up to `cap` bytes at *pos and before `end` (skipping the gap, *pos moves past it), 0 at the
+  // end for now or once *pos has reached `end` (a range that lies in the gap ends there: the
+  // bytes after the gap belong to later ranges).
+  ssize_t read(uint64_t& pos, char* buf, size_t cap, uint64_t end = UINT64_MAX) {
     for (;;) {
       if (gap_.has() && pos >= gap_.begin && pos < gap_.end) {
         announce();
         pos = gap_.end;
       }
-      size_t want = cap;
+      if (pos >= end) return 0;
+      size_t want = std::min<uint64_t>(cap, end - pos);
       if (gap_.has() && pos < gap_.begin) want = std::min<uint64_t>(want, gap_.begin - pos);
       ssize_t n = pread(fd_, buf, want, static_cast<off_t>(pos));
       if (n <= 0) return n;
       if (LogGap now = backend::local::read_log_gap(path_); now.has()) gap_ = now;
-      const uint64_t end = pos + static_cast<uint64_t>(n);
-      if (gap_.has() && pos < gap_.end && end > gap_.begin) {
+      const uint64_t read_end = pos + static_cast<uint64_t>(n);
+      if (gap_.has() && pos < gap_.end && read_end > gap_.begin) {
         if (pos >= gap_.begin) continue;  // dropped while it was read
         n = static_cast<ssize_t>(gap_.begin - pos);
       }
@@ -101,7 +104,7 @@ class LogReader {
   void print_to(uint64_t& pos, uint64_t end = UINT64_MAX) {
     char buf[65536];
     while (pos < end) {
-      ssize_t n = read(pos, buf, std::min<uint64_t>(sizeof buf, end - pos));
+      ssize_t n = read(pos, buf, sizeof buf, end);
       if (n <= 0) return;
       print(std::string(buf, static_cast<size_t>(n)));
     }

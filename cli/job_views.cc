@@ -98,7 +98,8 @@ std::string end_of_job_line(const JobRecord& job) {
   for (size_t at = 0; at < job.note.size();) {
     size_t end = job.note.find("; ", at);
     std::string part = job.note.substr(at, end == std::string::npos ? std::string::npos : end - at);
-    if (part.rfind("billed ", 0) == 0) out += " (" + part + ")";
+    if (part.rfind("billed ", 0) == 0 || part.find("past its cap") != std::string::npos)
+      out += " (" + part + ")";
     at = end == std::string::npos ? job.note.size() : end + 2;
   }
   switch (job.state) {

@@ -45,18 +45,20 @@ void add_note(JobRecord& job, const std::string& line) {
   job.note = job.note.empty() ? line : job.note + "; " + line;
 }
 
-// What the job is billed: its wall time at its rate, never more than its cap. The cap is a
-// promise: time past it (the kill's own latency, a cap smaller than starting a process takes)
-// is nodus's, not the user's. The record says so when it happens.
+// What the job is billed: all it ran (start to the moment its tree was dead) at its rate, as
+// the provider bills it. The stop plan's SIGKILL comes kKillMargin before the cap, so a job
+// ends inside it unless the kill itself was late (a loaded machine, a cap smaller than starting
+// a process takes): then the bill is still what ran, and the record says by how much it went
+// past the cap, never a figure made to fit it.
 double billed_cost(JobRecord& job, std::optional<double> budget_cap, double seconds) {
   double cost = billing::cost_usd(job.gpu_count, job.rate_per_gpu_hour, seconds);
   std::optional<double> cap = effective_cap(job.max_cost, budget_cap);
   if (cap && cost > *cap) {
-    char buf[160];
-    std::snprintf(buf, sizeof buf, "billed at the cap: ran %.0f ms past it",
-                  (cost - *cap) / std::max(1e-300, cost) * seconds * 1000);
+    char buf[200];
+    std::snprintf(buf, sizeof buf, "ran %.0f ms past its cap: billed %s for all it ran, %s over",
+                  (cost - *cap) / std::max(1e-300, cost) * seconds * 1000, format_usd(cost).c_str(),
+                  format_usd(cost - *cap).c_str());
     add_note(job, buf);
-    cost = *cap;
   }
   return cost;
 }

@@ -169,10 +169,10 @@ std::vector<int64_t> Store::reconcile_dead_supervisors() {
         double end = std::min(now, std::max({d.kept->ended_at, *started, heartbeat.value_or(0.0)}));
         d.ended_at = end;
         d.cost = cost_usd(stmt.i32(3), stmt.f64(4), end - *started);
-        if (cap && d.cost > *cap) d.cost = *cap;
         if (!d.kept->note.empty()) d.note = d.kept->note;
         why = "recorded at " + utc_text(now) +
               " from its outcome file: the store could not be written when it ended";
+        if (cap && d.cost > *cap) why += " (" + format_usd(d.cost - *cap) + " past its cap)";
       } else if (started && killed) {
         // Its sentinel killed the tree when the supervisor died and wrote down when: it ran
         // until then, whatever the heartbeats said, so that is the bill, past the cap or not.

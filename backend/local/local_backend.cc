@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -34,6 +35,9 @@ using Clock = std::chrono::steady_clock;
 
 constexpr auto kEngineProbeTimeout = std::chrono::seconds(5);
 constexpr auto kKillLimit = std::chrono::seconds(60);
+// How long a SIGKILL through cgroup.kill waits to see the cgroup empty, to date the job's end:
+// the kernel takes milliseconds; past this the end is when the main process was reaped.
+constexpr auto kKillDoneWait = std::chrono::milliseconds(500);
 // What is left in the pipes when the main process exits is read without waiting for more:
 // descendants may keep them open and keep writing. The bound is in bytes first; the time bound
 // only stops a descendant that keeps them full, and is long enough that a loaded machine does
@@ -61,7 +65,10 @@ struct LocalJob {
   std::string tampered;             // what the sentinel's news said, once
   bool tamper_reported = false;     // as a kTampered event: not again with the exit
   std::optional<double> killed_at;  // when the sentinel's kill found the tree dead
-  JobCgroup cgroup;                 // valid() when the job is contained by a cgroup
+  // When this process's own SIGKILL found the job's cgroup empty (unix seconds, 0: not yet):
+  // set by the watchdog thread, read when the exit is reported.
+  std::atomic<double> own_kill_done{0};
+  JobCgroup cgroup;  // valid() when the job is contained by a cgroup
 
   ~LocalJob() {
     if (pidfd >= 0) ::close(pidfd);
@@ -329,6 +336,10 @@ Result<Event> LocalBackend::wait(JobRecord& job, SteadyTime deadline, int wake_f
       // reaped (the bill is for what ran).
       if (j.killed_at && *j.killed_at < e.outcome.ended_at)
         e.outcome.ended_at = std::max(*j.killed_at, e.outcome.started_at);
+      // Killed by this process: its tree was dead when its cgroup emptied, which may be well
+      // before the main loop reaped it on a loaded machine; billed to then, however late.
+      if (const double done = j.own_kill_done.load(); done > 0 && done < e.outcome.ended_at)
+        e.outcome.ended_at = std::max(done, e.outcome.started_at);
       return e;
     }
     const bool watch_sentinel = j.sentinel.fd >= 0 && !j.sentinel_lost;
@@ -408,6 +419,11 @@ Result<void> LocalBackend::signal(JobRecord& job, int sig) {
   if (j.cgroup.valid())
     reached += sig == SIGKILL ? cgroup_kill_path(j.cgroup.path()) : j.cgroup.signal(sig);
   reached += signal_tree(j.pid, sig);
+  // The moment the tree was dead is the end of what it ran (and of its bill): the cgroup says
+  // when it is empty, within milliseconds of cgroup.kill.
+  if (sig == SIGKILL && j.cgroup.valid() && j.own_kill_done.load() == 0 &&
+      cgroup_wait_empty_path(j.cgroup.path(), kKillDoneWait))
+    j.own_kill_done = unix_now();
   if (sig == SIGTERM) (void)tell_sentinel_term_sent(j.sentinel);
   if (reached == 0 && !process_gone(j.pid))
     return Error::retryable("signal " + std::to_string(sig) + " reached no process of job " +

@@ -79,11 +79,13 @@ TEST(SmallCaps, TwoHundredTermIgnoringChildrenEndWithinTheCap) {
   kill_all(left);
   auto job = show_json(home, "1");
   EXPECT_EQ(job["state"], "cost-cap");
-  EXPECT_LE(job["cost_usd"].get<double>(), 2.0);
+  EXPECT_TRUE(billed_within_cap(job, 2.0, 1.0));
   EXPECT_LE(job["wall_s"].get<double>(), 2.5) << "the kill came late";
 }
 
-TEST(SmallCaps, TinyCapIsNeverRecordedAboveTheCap) {
+// A cap smaller than starting a process takes: the job is killed at once, and billed for the
+// milliseconds it ran, past the cap, with the overrun named: the provider bills what ran.
+TEST(SmallCaps, ATinyCapIsBilledForWhatRanAndTheOverrunIsNamed) {
   NodusHome home;
   const std::string prices = write_test_prices(home);
   auto env =
@@ -92,8 +94,14 @@ TEST(SmallCaps, TinyCapIsNeverRecordedAboveTheCap) {
       home.run({"run", "--gpu", kTestGpu, "--max-cost", "0.0000001", "--", "sleep", "30"}, env);
   EXPECT_EQ(r.code, 122) << r.err;
   auto job = show_json(home, "1");
-  EXPECT_LE(job["cost_usd"].get<double>(), 0.0000001);
-  EXPECT_GT(job["cost_usd"].get<double>(), 0.0);
+  const double cost = job["cost_usd"].get<double>();
+  EXPECT_GT(cost, 0.0000001) << job.dump();
+  EXPECT_NEAR(cost, job["wall_s"].get<double>() * 1.0, 1e-6) << "the bill is its wall time at $1/s";
+  EXPECT_TRUE(billed_within_cap(job, 0.0000001, 1.0)) << "a kill at t=0 takes well under 0.5 s";
+  EXPECT_NE(job["note"].get<std::string>().find("ms past its cap: billed"), std::string::npos)
+      << job.dump();
+  // run's last line says it too, beside the cost.
+  EXPECT_NE(r.err.find("ms past its cap: billed"), std::string::npos) << r.err;
 }
 
 TEST(SmallCaps, CapBelowGraceTimesRateWarnsWhenTermGoesOut) {
