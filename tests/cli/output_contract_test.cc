@@ -196,5 +196,26 @@ TEST_F(OutputContract, PricesEstimateConfig) {
   expect_rows(json_of(json({"config"})), kConfig, "config");
 }
 
+// What a job controls (a param's value, a metric's name) reaches a spreadsheet as data: a field
+// that starts with = + @ gets a leading quote, and control characters are written as escapes,
+// in the CSV that `show` prints, end to end, not only in the escaping function.
+TEST(CsvOutput, ValuesAndMetricNamesAJobControlsAreNeitherFormulasNorTerminalCodes) {
+  NodusHome home;
+  const std::string script = home.file("m.sh");
+  // JSON's own escape for ESC: the job writes a valid line whose name holds a terminal code.
+  write_file(script,
+             "cat >> \"$NODUS_METRICS\" <<'EOF'\n{\"loss\\u001b[2J\": 1, \"=cmd\": 2}\nEOF\n"
+             "echo \"$1\"\n");
+  auto r = home.run({"sweep", "--param", "v==SUM(A1),@x", "--", "sh", script, "{v}"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  auto csv = home.run({"show", "s1", "--format", "csv"});
+  ASSERT_EQ(csv.code, 0) << csv.err;
+  EXPECT_EQ(csv.out.find('\x1b'), std::string::npos) << csv.out;
+  EXPECT_NE(csv.out.find(",loss\\x1b[2J,"), std::string::npos) << csv.out;
+  EXPECT_NE(csv.out.find(",'=cmd,"), std::string::npos) << csv.out;
+  EXPECT_NE(csv.out.find("\n1,'=SUM(A1),"), std::string::npos) << csv.out;
+  EXPECT_NE(csv.out.find("\n2,'@x,"), std::string::npos) << csv.out;
+}
+
 }  // namespace
 }  // namespace nodus::testing
