@@ -51,6 +51,20 @@ void clean_up(pid_t nodus, const std::string& marker) {
   if (::kill(nodus, SIGCONT) == 0) wait_exit(nodus, 10s);  // not reaped yet: a case failed
 }
 
+// A job (`nodus run --gpu TEST:4 --max-cost <cap>`) that stops its supervisor and then kills
+// its sentinel: nothing of nodus watches it any more. Returns the stopped supervisor (nodus), or
+// -1 when the attack did not get that far.
+pid_t start_unwatched_job(const NodusHome& home, const std::string& marker, const char* cap) {
+  const std::string script =
+      std::string(kFindSentinel) + "kill -STOP $PPID; kill -9 $s; sleep " + marker;
+  pid_t nodus = home.start(
+      {"run", "--gpu", kTestGpu, "--max-cost", cap, "--", "bash", script_file(home, script)},
+      test_gpus(home));
+  if (!wait_for_processes(marker, 1, 20s)) return -1;
+  for (int i = 0; i < 100 && !is_stopped(nodus); ++i) std::this_thread::sleep_for(50ms);
+  return is_stopped(nodus) ? nodus : -1;
+}
+
 class Tamper : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -105,14 +119,8 @@ TEST_F(Tamper, AJobThatStopsItsSupervisorIsKilledByTheSentinel) {
 TEST_F(Tamper, NodusStopEndsAJobWhoseSupervisorIsStoppedAndSentinelKilled) {
   NodusHome home;
   const std::string marker = unique_marker("81003");
-  const std::string script =
-      std::string(kFindSentinel) + "kill -STOP $PPID; kill -9 $s; sleep " + marker;
-  pid_t nodus = home.start(
-      {"run", "--gpu", kTestGpu, "--max-cost", "60", "--", "bash", script_file(home, script)},
-      test_gpus(home));
-  ASSERT_TRUE(wait_for_processes(marker, 1, 20s));
-  for (int i = 0; i < 100 && !is_stopped(nodus); ++i) std::this_thread::sleep_for(50ms);
-  ASSERT_TRUE(is_stopped(nodus));
+  pid_t nodus = start_unwatched_job(home, marker, "60");
+  ASSERT_GT(nodus, 0) << "the job never stopped its supervisor";
   auto stop = home.run({"stop", "1"});
   EXPECT_EQ(stop.code, 0) << stop.err;
   EXPECT_TRUE(survivors_after(marker, 5s).empty()) << "nodus stop left the job running";
@@ -158,14 +166,8 @@ TEST_F(Tamper, TheNextNodusCommandEndsItPastItsDeadlineAndBillsAllItRan) {
 TEST_F(Tamper, AJobThatOutlivesItsEnforcersKeepsItsGpusFromEveryStore) {
   NodusHome home, other;
   const std::string marker = unique_marker("81006");
-  const std::string script =
-      std::string(kFindSentinel) + "kill -STOP $PPID; kill -9 $s; sleep " + marker;
-  pid_t nodus = home.start(
-      {"run", "--gpu", kTestGpu, "--max-cost", "600", "--", "bash", script_file(home, script)},
-      test_gpus(home));
-  ASSERT_TRUE(wait_for_processes(marker, 1, 20s));
-  for (int i = 0; i < 100 && !is_stopped(nodus); ++i) std::this_thread::sleep_for(50ms);
-  ASSERT_TRUE(is_stopped(nodus));
+  pid_t nodus = start_unwatched_job(home, marker, "600");
+  ASSERT_GT(nodus, 0) << "the job never stopped its supervisor";
   ASSERT_EQ(::kill(nodus, SIGKILL), 0);
   (void)wait_exit(nodus, 10s);
   ASSERT_FALSE(processes_with(marker).empty()) << "nothing left to test: the job died with nodus";
