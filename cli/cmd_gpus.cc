@@ -5,6 +5,7 @@
 #include "cli/args.h"
 #include "cli/common.h"
 #include "core/parse.h"
+#include "engine/reconcile.h"
 #include "store/gpu_locks.h"
 
 namespace nodus::cli {
@@ -17,7 +18,8 @@ struct GpusCommand {
     billing::Catalog catalog = load_catalog(prices);
     engine::Inventory inv = local_inventory(catalog);
     auto store = open_store();
-    store->reconcile_dead_supervisors();
+    // What holds a GPU now: a dead supervisor's job is ended, and its orphans are killed.
+    engine::reconcile(*store);
     std::map<int, int64_t> holder;
     for (const auto& job : store->active_jobs())
       for (int g : job.gpu_indices) holder[g] = job.id;

@@ -377,7 +377,7 @@ struct SweepCommand {
     if (f.dry_run) return print_plan(p, format), 0;
 
     if (!store) store = open_store();
-    store->reconcile_dead_supervisors();
+    engine::reconcile(*store);
     store::SweepRecord sweep;
     if (resumed) {
       sweep = *resumed;
