@@ -201,11 +201,9 @@ void note_gpu_cgroup(const std::vector<int>& indices, int64_t job_id, const std:
   if (cgroup.empty() || cgroup.find('\n') != std::string::npos) return;
   for (int index : indices) {
     const std::string path = file_of(index);
-    int fd = ::open(path.c_str(), O_WRONLY | O_APPEND | O_CLOEXEC | O_NOFOLLOW);
+    int fd = ::open(path.c_str(), O_RDWR | O_APPEND | O_CLOEXEC | O_NOFOLLOW);
     if (fd < 0) continue;
-    int rfd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-    GpuHolder holder = rfd >= 0 ? read_holder(rfd) : GpuHolder{};
-    if (rfd >= 0) ::close(rfd);
+    GpuHolder holder = read_holder(fd);  // pread: O_APPEND moves only the writes
     if (holder.job_id == job_id && holder.store == store_path && holder.cgroup.empty()) {
       const std::string line = "cgroup " + cgroup + "\n";
       ssize_t ignored = ::write(fd, line.data(), line.size());

@@ -45,6 +45,23 @@ Shell shell(const std::string& cmd) {
   return r;
 }
 
+// Imports, as image `tag`, a root folder holding the static busybox and its applets in /bin and
+// an empty /tmp, after `extra` (shell commands, with $R the root folder) has added to it. "" when
+// it worked, else why not.
+std::string import_busybox_image(const std::string& tag, const std::string& extra) {
+  char dir[] = "/tmp/nodus-image-XXXXXX";  // mkdtemp's template
+  if (::mkdtemp(dir) == nullptr) return "mkdtemp failed";
+  const std::string d = dir;
+  const std::string cmd = "set -e; R=" + d + "/root; mkdir -p $R/bin $R/tmp; cp /bin/busybox " +
+                          "$R/bin/; for a in sh sleep setsid echo cat ls true env ps kill; do " +
+                          "ln -s busybox $R/bin/$a; done; " + (extra.empty() ? "" : extra + "; ") +
+                          "tar -C $R -cf " + d + "/image.tar .; podman import -q " + d +
+                          "/image.tar " + tag + " >/dev/null";
+  const bool ok = shell(cmd).code == 0;
+  shell("rm -rf " + d);
+  return ok ? "" : "podman import of the tarball for " + tag + " failed";
+}
+
 // Why podman cannot be used here, "" when it can; builds the image once.
 std::string& setup_failure() {
   static std::string why = []() -> std::string {
@@ -55,17 +72,8 @@ std::string& setup_failure() {
       return "no static /bin/busybox (Debian's busybox-static) to make the image from";
     auto info = shell("podman info >/dev/null 2>&1");
     if (info.code != 0) return "`podman info` fails here";
-    if (shell(std::string("podman image exists ") + kImage).code != 0) {
-      char dir[] = "/tmp/nodus-bb-XXXXXX";
-      if (::mkdtemp(dir) == nullptr) return "mkdtemp failed";
-      const std::string d = dir;
-      std::string cmd = "set -e; mkdir " + d + "/root " + d + "/root/bin " + d + "/root/tmp; cp " +
-                        "/bin/busybox " + d + "/root/bin/; for a in sh sleep setsid echo cat ls " +
-                        "true env ps kill; do ln -s busybox " + d + "/root/bin/$a; done; tar -C " +
-                        d + "/root -cf " + d + "/bb.tar .; podman import -q " + d + "/bb.tar " +
-                        kImage + " >/dev/null; rm -rf " + d;
-      if (shell(cmd).code != 0) return "podman import of a busybox tarball failed";
-    }
+    if (shell(std::string("podman image exists ") + kImage).code != 0)
+      return import_busybox_image(kImage, "");
     return "";
   }();
   return why;
@@ -83,18 +91,10 @@ std::string& python_image_failure() {
     if (shell("/usr/bin/python3 -c 'import torch' >/dev/null 2>&1").code != 0)
       return "/usr/bin/python3 cannot import torch (python3-torch: scripts/install-deps.sh test)";
     if (shell(std::string("podman image exists ") + kPythonImage).code == 0) return "";
-    char dir[] = "/tmp/nodus-py-XXXXXX";
-    if (::mkdtemp(dir) == nullptr) return "mkdtemp failed";
-    const std::string d = dir, r = d + "/root";
-    std::string cmd = "set -e; mkdir -p " + r + "/bin " + r + "/tmp " + r + "/etc " + r + "/usr; " +
-                      "cp /bin/busybox " + r + "/bin/; for a in sh sleep echo cat ls true env; " +
-                      "do ln -s busybox " + r + "/bin/$a; done; ln -s usr/lib " + r +
-                      "/lib; ln -s usr/lib64 " + r + "/lib64; cp /etc/ld.so.cache " + r +
-                      "/etc/; cp -a /etc/alternatives " + r + "/etc/; tar -C " + r + " -cf " + d +
-                      "/py.tar .; podman import -q " + d + "/py.tar " + kPythonImage +
-                      " >/dev/null; rm -rf " + d;
-    if (shell(cmd).code != 0) return "podman import of the Python image's tarball failed";
-    return "";
+    return import_busybox_image(kPythonImage,
+                                "mkdir -p $R/etc $R/usr; ln -s usr/lib $R/lib; ln -s usr/lib64 "
+                                "$R/lib64; cp /etc/ld.so.cache $R/etc/; cp -a /etc/alternatives "
+                                "$R/etc/");
   }();
   return why;
 }
