@@ -2,6 +2,9 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <nlohmann/json.hpp>
+
+#include "core/table_fields.h"
 
 namespace nodus::billing {
 

@@ -3,6 +3,7 @@
 #include "cli/args.h"
 #include "cli/common.h"
 #include "core/config.h"
+#include "core/table_fields.h"
 #include "http_redact.h"
 
 namespace nodus::cli {

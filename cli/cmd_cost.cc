@@ -1,11 +1,13 @@
 // nodus cost: what was spent, by day, GPU type, sweep or job name, over a time range.
 
 #include <ctime>
+#include <nlohmann/json.hpp>
 
 #include "cli/args.h"
 #include "cli/common.h"
 #include "core/error.h"
 #include "core/parse.h"
+#include "core/table_fields.h"
 #include "engine/reconcile.h"
 
 namespace nodus::cli {

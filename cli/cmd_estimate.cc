@@ -3,11 +3,13 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <nlohmann/json.hpp>
 
 #include "cli/args.h"
 #include "cli/common.h"
 #include "core/error.h"
 #include "core/parse.h"
+#include "store/job_stats.h"
 #include "telemetry/estimate.h"
 #include "telemetry/summary.h"
 

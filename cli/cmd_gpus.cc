@@ -1,6 +1,7 @@
 // nodus gpus: the GPUs of this machine as nodus sees them: type, price, and which job holds each.
 
 #include <cstdio>
+#include <nlohmann/json.hpp>
 
 #include "cli/args.h"
 #include "cli/common.h"

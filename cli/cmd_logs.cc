@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <vector>
 
@@ -40,7 +41,7 @@ JobRecord find_job_or_throw(store::Store& store, const std::string& id) {
         cell.size() < 9) {
       int want = std::stoi(cell) - 1;
       // With --repeat, run r of a cell is stored at cell + r x (cells in the grid).
-      auto grid = sweep::parse_grid(sweep->definition.value("params", std::vector<std::string>{}));
+      auto grid = sweep::parse_grid(sweep->definition->value("params", std::vector<std::string>{}));
       const uint64_t total = grid ? sweep::cell_count(*grid) : 0;
       std::optional<JobRecord> newest;
       for (auto& job : store.sweep_cells(sweep->id)) {

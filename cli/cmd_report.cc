@@ -10,6 +10,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 
 #include "cli/args.h"
 #include "cli/common.h"
@@ -19,6 +20,7 @@
 #include "core/config.h"
 #include "core/error.h"
 #include "report/report.h"
+#include "store/job_stats.h"
 #include "sweep/grid.h"
 #include "sweep/placeholders.h"
 #include "telemetry/util_series.h"
@@ -107,7 +109,7 @@ report::ReportData sweep_report(store::Store& store, const store::SweepRecord& s
   d.command = sweep.argv;
   d.created_at = sweep.created_at;
   d.backend = sweep.backend;
-  if (auto grid = sweep::parse_grid(sweep.definition.value("params", std::vector<std::string>{})))
+  if (auto grid = sweep::parse_grid(sweep.definition->value("params", std::vector<std::string>{})))
     for (const auto& a : grid->axes) d.grid.push_back({a.name, a.values});
   // The sweep's own objective; the report names a best cell only when the table does.
   auto objective = sweep::parse_objective(sweep_objective(sweep, ""));

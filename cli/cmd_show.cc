@@ -2,6 +2,7 @@
 // sweep's comparison table.
 
 #include <cstdio>
+#include <nlohmann/json.hpp>
 
 #include "cli/args.h"
 #include "cli/common.h"
@@ -11,6 +12,7 @@
 #include "core/parse.h"
 #include "core/text.h"
 #include "engine/reconcile.h"
+#include "store/job_stats.h"
 #include "telemetry/summary.h"
 #include "telemetry/util_series.h"
 
@@ -56,8 +58,8 @@ void print_job(store::Store& store, const JobRecord& job, Format format) {
         "s" + std::to_string(*job.sweep_id) + " cell " + std::to_string(job.cell_index + 1));
   for (const auto& [k, v] : job.env) row("env " + k, redact_env_value(k, v));
 
-  if (job.options.contains("instrumentation")) {
-    const auto& ins = job.options["instrumentation"];
+  if (job.options->contains("instrumentation")) {
+    const auto& ins = (*job.options)["instrumentation"];
     row("instrumented",
         std::string(ins.value("on", false) ? "yes: " : "no: ") + ins.value("why", std::string()));
   }

@@ -11,6 +11,7 @@
 #include <cstring>
 #include <filesystem>
 #include <map>
+#include <nlohmann/json.hpp>
 
 #include "billing/stop_plan.h"
 #include "cli/args.h"
@@ -151,7 +152,7 @@ void take_pricing(RunFlags& f, const std::map<std::string, std::string>& pricing
 void restore_flags(SweepFlags& f, const store::SweepRecord& sweep,
                    const std::map<std::string, std::string>* env_override = nullptr,
                    const std::map<std::string, std::string>* pricing = nullptr) {
-  const auto& d = sweep.definition;
+  const auto& d = *sweep.definition;
   const auto& o = d.at("options");
   f.run.command = sweep.argv;
   f.params = d.at("params").get<std::vector<std::string>>();
@@ -529,7 +530,7 @@ struct SweepCommand {
       nlohmann::json raw = {{"cell", slot.grid_index + 1}, {"command", shown}};
       for (const auto& param : sweep::cell_at(p.grid, slot.grid_index).params) {
         text.push_back(param.value);
-        raw[param.name] = c.job.params[param.name];
+        raw[param.name] = (*c.job.params)[param.name];
       }
       if (f.repeat > 1) {
         text.push_back(std::to_string(slot.repeat + 1));

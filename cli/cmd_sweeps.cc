@@ -1,9 +1,12 @@
 // nodus sweeps: every sweep with its cell counts, state and total cost.
 
+#include <nlohmann/json.hpp>
+
 #include "cli/args.h"
 #include "cli/common.h"
 #include "cli/sweep_views.h"
 #include "core/parse.h"
+#include "core/table_fields.h"
 #include "engine/reconcile.h"
 
 namespace nodus::cli {
@@ -48,7 +51,7 @@ struct SweepsCommand {
         cost += c.cost;
       }
       cost = store->sweep_spent(s.id);  // every attempt of every cell, not only the newest
-      int total = s.definition.value("cells", static_cast<int>(cells.size()));
+      int total = s.definition->value("cells", static_cast<int>(cells.size()));
       std::string cmd = command_line(s.argv);
       if (cmd.size() > 48) cmd = cmd.substr(0, 45) + "...";
       t.add_row({"s" + std::to_string(s.id), s.name.empty() ? "-" : s.name, s.state,

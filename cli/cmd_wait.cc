@@ -6,6 +6,7 @@
 #include <poll.h>
 
 #include <cstdio>
+#include <nlohmann/json.hpp>
 
 #include "cli/args.h"
 #include "cli/common.h"
@@ -66,7 +67,7 @@ struct WaitCommand {
         for (const auto& job : cells) ended += is_final(job.state);
         std::fprintf(stderr, "nodus: waiting for sweep %s (%s): %d of %d cells ended, %s so far\n",
                      sweep_label(*now).c_str(), now->state.c_str(), ended,
-                     now->definition.value("cells", static_cast<int>(cells.size())),
+                     now->definition->value("cells", static_cast<int>(cells.size())),
                      format_usd(store.sweep_spent(now->id)).c_str());
       }
       if (now->state != "running" && now->state != "starting") {

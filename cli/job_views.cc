@@ -1,10 +1,13 @@
 #include "cli/job_views.h"
 
+#include <nlohmann/json.hpp>
+
 #include "billing/catalog.h"
 #include "billing/stop_plan.h"
 #include "cli/common.h"
 #include "core/cost.h"
 #include "core/parse.h"
+#include "core/table_fields.h"
 
 namespace nodus::cli {
 
@@ -165,7 +168,7 @@ nlohmann::json job_json(const JobRecord& job) {
        job.sweep_id ? nlohmann::json("s" + std::to_string(*job.sweep_id)) : nlohmann::json()},
       // Numbered from 1, as in `show SWEEP` and the job's name.
       {"cell", job.sweep_id ? nlohmann::json(job.cell_index + 1) : nlohmann::json()},
-      {"params", job.params},
+      {"params", *job.params},
   };
 }
 

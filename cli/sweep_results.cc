@@ -1,7 +1,10 @@
 #include "cli/sweep_results.h"
 
+#include <nlohmann/json.hpp>
+
 #include "cli/job_views.h"
 #include "engine/measure.h"
+#include "store/job_stats.h"
 #include "sweep/grid.h"
 
 namespace nodus::cli {
@@ -64,7 +67,7 @@ SweepResults load_sweep_results(store::Store& store, const store::SweepRecord& s
   SweepResults out;
   std::map<int, JobRecord> attempts;
   for (auto& job : store.sweep_cells(sweep.id)) attempts[job.cell_index] = job;
-  const auto& d = sweep.definition;
+  const auto& d = *sweep.definition;
   auto grid = sweep::parse_grid(d.value("params", std::vector<std::string>{}));
   if (!grid) return out;
   const uint64_t total = sweep::cell_count(*grid);

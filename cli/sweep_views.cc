@@ -1,10 +1,12 @@
 #include "cli/sweep_views.h"
 
 #include <algorithm>
+#include <nlohmann/json.hpp>
 
 #include "cli/common.h"
 #include "cli/sweep_results.h"
 #include "core/error.h"
+#include "core/table_fields.h"
 #include "sweep/compare.h"
 
 namespace nodus::cli {
@@ -15,7 +17,7 @@ std::string sweep_label(const store::SweepRecord& sweep) {
 }
 
 std::string sweep_objective(const store::SweepRecord& sweep, const std::string& flag) {
-  return flag.empty() ? sweep.definition.value("objective", "") : flag;
+  return flag.empty() ? sweep.definition->value("objective", "") : flag;
 }
 
 void print_sweep(store::Store& store, const store::SweepRecord& sweep, const SweepView& view,
@@ -45,13 +47,13 @@ void print_sweep(store::Store& store, const store::SweepRecord& sweep, const Swe
           {"name", or_null(sweep.name)},
           {"state", sweep.state},
           {"command", sweep.argv},
-          {"params", sweep.definition.value("params", nlohmann::json::array())},
+          {"params", sweep.definition->value("params", nlohmann::json::array())},
           {"budget_usd", sweep.budget ? nlohmann::json(*sweep.budget) : nlohmann::json()},
           {"cost_usd", results.total_cost},
           {"objective", options.objective.text()},
           {"stopped_early", results.stopped_early},
           {"saved_usd", results.saved_usd},
-          {"repeat", sweep.definition.value("repeat", 1)},
+          {"repeat", sweep.definition->value("repeat", 1)},
           {"created_at", sweep.created_at}}},
         {"cells", table.raw_rows()},
         {"best_cell", best ? nlohmann::json(results.cells[*best].index) : nlohmann::json()},

@@ -4,6 +4,7 @@
 
 #include <array>
 #include <chrono>
+#include <nlohmann/json.hpp>
 
 #include "core/error.h"
 #include "core/parse.h"

@@ -3,12 +3,13 @@
 
 #include <cstdint>
 #include <map>
-#include <nlohmann/json.hpp>
+#include <nlohmann/json_fwd.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "core/json_value.h"
 #include "core/secret.h"  // is_secret_name, kRedacted: the policy for env
 
 namespace nodus {
@@ -54,7 +55,7 @@ struct JobRecord {
   std::optional<double> max_cost;
   std::optional<int64_t> timeout_ms;
   int64_t grace_ms = 10'000;
-  nlohmann::json options = nlohmann::json::object();  // other run options (min_util, ...)
+  JsonValue options;  // other run options (min_util, ...), a JSON object
 
   JobState state = JobState::kWaiting;
   std::optional<int> exit_code;  // what `nodus run` returned / would return
@@ -73,7 +74,7 @@ struct JobRecord {
   std::optional<int64_t> sweep_id;
   int cell_index = -1;
   std::string cell_key;
-  nlohmann::json params = nlohmann::json::object();
+  JsonValue params;  // the cell's parameters, a JSON object
 
   double gpu_seconds() const;  // gpu_count x (ended_at or now - started_at)
 };
@@ -87,7 +88,7 @@ int exit_status_for(const JobRecord& job);
 // The share of its sweep's --budget a job was granted (its options' "budget_cap"), if any.
 std::optional<double> budget_cap_of(const nlohmann::json& options);
 inline std::optional<double> budget_cap_of(const JobRecord& job) {
-  return budget_cap_of(job.options);
+  return budget_cap_of(*job.options);
 }
 
 // Beside a local job's log: when its sentinel killed the job's tree, because its supervisor died

@@ -4,7 +4,7 @@
 // otherwise build a 100,000-level tree that takes gigabytes and the stack to handle.
 
 #include <cstddef>
-#include <nlohmann/json.hpp>
+#include <nlohmann/json_fwd.hpp>
 #include <optional>
 #include <string>
 #include <string_view>

@@ -1,6 +1,7 @@
 #include "core/table.h"
 
 #include <algorithm>
+#include <nlohmann/json.hpp>
 
 #include "core/text.h"
 
@@ -15,13 +16,19 @@ Result<Format> parse_format(std::string_view text) {
                           "': expected table, json, csv or md");
 }
 
+Table::Table(std::vector<Column> columns) : columns_(std::move(columns)) {
+  raw_ = nlohmann::json::array();
+}
+
+const nlohmann::json& Table::raw(size_t row) const { return (*raw_)[row]; }
+
 void Table::add_row(std::vector<std::string> text, nlohmann::json raw) {
   text.resize(columns_.size());
   // Display text is made safe once, here: a name with a newline or an escape sequence cannot
   // forge a row or drive the terminal, and widths are measured on what is printed.
   for (auto& cell : text) cell = escape_control(cell);
   text_.push_back(std::move(text));
-  raw_.push_back(std::move(raw));
+  raw_->push_back(std::move(raw));
 }
 
 bool Table::is_marked(size_t row) const {
@@ -45,7 +52,7 @@ std::string Table::render(Format format) const {
 
 nlohmann::json Table::contract_row(size_t row) const {
   nlohmann::json out = nlohmann::json::object();
-  const nlohmann::json& raw = raw_[row];
+  const nlohmann::json& raw = (*raw_)[row];
   for (const auto& col : columns_) {
     auto it = raw.is_object() ? raw.find(col.key) : raw.end();
     out[col.key] = raw.is_object() && it != raw.end() ? *it : nlohmann::json();
@@ -56,7 +63,7 @@ nlohmann::json Table::contract_row(size_t row) const {
 
 nlohmann::json Table::raw_rows() const {
   nlohmann::json rows = nlohmann::json::array();
-  for (size_t r = 0; r < raw_.size(); ++r) rows.push_back(contract_row(r));
+  for (size_t r = 0; r < raw_->size(); ++r) rows.push_back(contract_row(r));
   return rows;
 }
 
@@ -133,7 +140,7 @@ std::string Table::render_csv() const {
   std::string out;
   for (const auto& col : columns_) out += csv_escape(col.key) + ",";
   out += "schema_version\n";
-  for (size_t r = 0; r < raw_.size(); ++r) {
+  for (size_t r = 0; r < raw_->size(); ++r) {
     const nlohmann::json row = contract_row(r);
     for (const auto& col : columns_) {
       const auto& v = row[col.key];

@@ -9,13 +9,13 @@
 // human formats (table, md) may leave out a column that is empty in every row (Show::kIfAny)
 // or a machine-only one (Show::kMachine).
 
-#include <functional>
-#include <nlohmann/json.hpp>
+#include <nlohmann/json_fwd.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "core/json_value.h"
 #include "core/result.h"
 
 namespace nodus {
@@ -43,7 +43,7 @@ struct Column {
 
 class Table {
  public:
-  explicit Table(std::vector<Column> columns) : columns_(std::move(columns)) {}
+  explicit Table(std::vector<Column> columns);
   // text: one display string per column, in order (missing trailing ones are ""); raw: the
   // JSON values for json/csv, by column key. Keys raw lacks are null; keys no column declares
   // are not printed (declare the column: that is the contract).
@@ -53,7 +53,7 @@ class Table {
 
   const std::vector<Column>& columns() const { return columns_; }
   size_t size() const { return text_.size(); }
-  const nlohmann::json& raw(size_t row) const { return raw_[row]; }
+  const nlohmann::json& raw(size_t row) const;
   // The rows as json and csv print them: every declared key, null where absent, and
   // schema_version.
   nlohmann::json raw_rows() const;
@@ -70,44 +70,9 @@ class Table {
 
   std::vector<Column> columns_;
   std::vector<std::vector<std::string>> text_;
-  nlohmann::json raw_ = nlohmann::json::array();
+  JsonValue raw_;  // a JSON array: one object per row
   std::vector<size_t> marked_;
 };
-
-// A listing declared once: each Field is a column with how a row shows in it (text) and what
-// json/csv carry (value). Adding a column to a listing is adding one Field.
-template <class Row>
-struct Field {
-  Column column;
-  std::function<std::string(const Row&)> text;
-  std::function<nlohmann::json(const Row&)> value;
-};
-
-template <class Row>
-Table make_table(const std::vector<Field<Row>>& fields, const std::vector<Row>& rows) {
-  std::vector<Column> columns;
-  for (const auto& f : fields) columns.push_back(f.column);
-  Table table(std::move(columns));
-  for (const auto& row : rows) {
-    std::vector<std::string> text;
-    nlohmann::json raw = nlohmann::json::object();
-    for (const auto& f : fields) {
-      text.push_back(f.text ? f.text(row) : std::string());
-      raw[f.column.key] = f.value(row);
-    }
-    table.add_row(std::move(text), std::move(raw));
-  }
-  return table;
-}
-
-// null for an empty optional or string, else the value: absent values are null in json.
-template <class T>
-nlohmann::json or_null(const std::optional<T>& v) {
-  return v ? nlohmann::json(*v) : nlohmann::json();
-}
-inline nlohmann::json or_null(const std::string& s) {
-  return s.empty() ? nlohmann::json() : nlohmann::json(s);
-}
 
 std::string csv_escape(std::string_view field);
 

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cstdio>
 #include <limits>
+#include <nlohmann/json.hpp>
 
 #include "backend/local/cgroup.h"
 #include "backend/local/cpuset.h"
@@ -11,6 +12,7 @@
 #include "core/parse.h"
 #include "engine/measure.h"
 #include "engine/series_source.h"
+#include "store/job_stats.h"
 #include "sweep/metric_flood.h"
 #include "sweep/metric_regex.h"
 #include "sweep/metrics.h"
@@ -143,7 +145,7 @@ void JobObserver::on_started(const JobRecord& job) {
     m.metrics = std::make_unique<sweep::MetricsFileReader>(job.metrics_path, limits);
   }
   m.measure = std::make_unique<Measurement>(
-      m.options, job.options.value("instrumentation", nlohmann::json::object()));
+      m.options, job.options->value("instrumentation", nlohmann::json::object()));
   m.measure->on_started(job);
   if (job.backend != "local") return;
   if (job.gpu_count > 0) {
@@ -277,7 +279,7 @@ std::string JobObserver::finish(const JobRecord& job) {
   }
   // More DataLoader workers than the CPUs the job was given (backend/local/cpuset.h): a note in
   // `show`, and in the sweep table's VERDICT.
-  const int cpus = job.options.value("cpus", 0);
+  const int cpus = job.options->value("cpus", 0);
   if (auto workers = backend::local::workers_over_cpus(stats.value("loaders", nlohmann::json()),
                                                        stats.value("loader_driver", ""), cpus)) {
     list.push_back({{"rule", "workers-over-cpus"},

@@ -7,6 +7,7 @@
 #include <csignal>
 #include <iostream>
 #include <iterator>
+#include <nlohmann/json.hpp>
 
 #include "backend/backend.h"
 #include "core/error.h"
@@ -115,7 +116,7 @@ int supervise_main(const SweepMain& sweep) {
   auto backend = backend::make_backend(job.backend);
   Supervisor supervisor(*store, *backend);
   SuperviseRun run;
-  run.options = SuperviseOptions::from_json(job.options);
+  run.options = SuperviseOptions::from_json(*job.options);
   run.attach = false;
   run.env = ticket.env;
   run.signals = &signals;

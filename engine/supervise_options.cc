@@ -1,5 +1,7 @@
 #include "engine/supervise_options.h"
 
+#include <nlohmann/json.hpp>
+
 namespace nodus::engine {
 
 nlohmann::json SuperviseOptions::to_json() const {

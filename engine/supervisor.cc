@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <iostream>
 #include <mutex>
+#include <nlohmann/json.hpp>
 
 #include "backend/local/cgroup.h"
 #include "billing/catalog.h"
@@ -121,7 +122,7 @@ std::map<std::string, std::string> job_environment(const JobRecord& job,
   }
   if (!user.count("PYTHONUNBUFFERED") && std::getenv("PYTHONUNBUFFERED") == nullptr)
     env["PYTHONUNBUFFERED"] = "1";  // output reaches the log as it is printed
-  for (const auto& [k, v] : job.params.items())
+  for (const auto& [k, v] : job.params->items())
     env["NODUS_PARAM_" + to_upper(k)] = v.is_string() ? v.get<std::string>() : v.dump();
   return env;
 }
@@ -163,7 +164,7 @@ int Supervisor::run(JobRecord& job, const SuperviseRun& run) {
   OutcomeFile outcome_file(job.log_path);
   backend::LaunchSpec spec;
   spec.env = job_environment(job, run.env);
-  job.options["instrumentation"] = prepare_instrumentation(job, run.options, spec.env);
+  (*job.options)["instrumentation"] = prepare_instrumentation(job, run.options, spec.env);
   spec.log_path = job.log_path;
   spec.attach = run.attach;
   spec.log_limit = run.options.log_limit;

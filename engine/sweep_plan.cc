@@ -1,5 +1,7 @@
 #include "engine/sweep_plan.h"
 
+#include <nlohmann/json.hpp>
+
 #include "sweep/cell_key.h"
 
 namespace nodus::engine {

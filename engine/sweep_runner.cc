@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <csignal>
 #include <cstring>
+#include <nlohmann/json.hpp>
 
 #include "core/cost.h"
 #include "core/error.h"
@@ -20,6 +21,7 @@
 #include "engine/sweep_losers.h"
 #include "engine/sweep_progress.h"
 #include "engine/sweep_scheduler.h"
+#include "store/job_stats.h"
 
 namespace nodus::engine {
 namespace {
@@ -123,12 +125,12 @@ class CellLauncher : public SweepScheduler::Launcher {
       job.supervisor_start = self_start_;
       if (grant.cap) {
         auto opts = job.options;
-        opts["budget_cap"] = *grant.cap;
+        (*opts)["budget_cap"] = *grant.cap;
         job.options = opts;
       }
       insert_job(store_, job);
     } else if (grant.cap) {
-      job.options["budget_cap"] = *grant.cap;
+      (*job.options)["budget_cap"] = *grant.cap;
       store_.update_job(job);
     }
     if (job.gpu_count > 0 && job.backend == "local") {

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <ctime>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <set>
 
 #include "core/cost.h"

@@ -2,6 +2,7 @@
 
 #include <charconv>
 #include <iterator>
+#include <nlohmann/json.hpp>
 
 #include "core/json_input.h"
 
@@ -94,7 +95,7 @@ const Column kColumns[] = {
     plain<&JobRecord::max_cost>("max_cost"),
     plain<&JobRecord::timeout_ms>("timeout_ms"),
     plain<&JobRecord::grace_ms>("grace_ms"),
-    {"options", [](Stmt& s, int i, const JobRecord& j) { s.bind(i, dump(j.options)); },
+    {"options", [](Stmt& s, int i, const JobRecord& j) { s.bind(i, dump(*j.options)); },
      [](Db& db, const Stmt& s, int c, JobRecord& j) {
        j.options = json_column<nlohmann::json>(s, c, "options", nlohmann::json::object());
      }},
@@ -121,7 +122,7 @@ const Column kColumns[] = {
     plain<&JobRecord::sweep_id>("sweep_id"),
     plain<&JobRecord::cell_index>("cell_index"),
     plain<&JobRecord::cell_key>("cell_key"),
-    {"params", [](Stmt& s, int i, const JobRecord& j) { s.bind(i, dump(j.params)); },
+    {"params", [](Stmt& s, int i, const JobRecord& j) { s.bind(i, dump(*j.params)); },
      [](Db&, const Stmt& s, int c, JobRecord& j) {
        j.params = json_column<nlohmann::json>(s, c, "params", nlohmann::json::object());
      }},

@@ -5,9 +5,11 @@
 
 #include <cmath>
 #include <map>
+#include <nlohmann/json.hpp>
 
 #include "store/impl.h"
 #include "store/job_rows.h"
+#include "store/job_stats.h"
 
 namespace nodus::store {
 

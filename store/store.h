@@ -10,12 +10,12 @@
 #include <cstdint>
 #include <map>
 #include <memory>
-#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "core/job.h"
+#include "core/json_value.h"
 #include "core/samples.h"
 
 namespace nodus::store {
@@ -33,7 +33,8 @@ struct SweepRecord {
   std::string name;
   std::string backend = "local";
   std::vector<std::string> argv;  // the command with {NAME} placeholders
-  nlohmann::json definition;      // grid, options: whatever defines the cells (for resume)
+  // grid, options: whatever defines the cells (for resume); null until set
+  JsonValue definition = JsonValue::null();
   std::string definition_hash;
   std::string state = "running";  // running, completed, failed, interrupted, budget
   std::optional<double> budget;
@@ -47,11 +48,7 @@ struct SweepRecord {
   std::string damaged;
 };
 
-// Derived per-job figures (telemetry summary, throughput); filled when the job ends.
-struct JobStats {
-  int64_t job_id = 0;
-  nlohmann::json values = nlohmann::json::object();  // e.g. util_mean, idle_usd, throughput
-};
+struct JobStats;  // store/job_stats.h
 
 // Listing order is newest first (by id).
 struct JobFilter {

@@ -1,6 +1,7 @@
 // Store: the sweeps table.
 
 #include <algorithm>
+#include <nlohmann/json.hpp>
 
 #include "core/json_input.h"
 #include "store/impl.h"
@@ -38,8 +39,8 @@ SweepRecord read_sweep(Db& db, const Stmt& s) {
     }
   }
   r.definition = parse_untrusted_json(s.text(4));
-  if (!r.definition.is_object()) {
-    damaged("definition", r.definition.is_discarded() ? "not JSON" : "JSON of the wrong shape");
+  if (!r.definition->is_object()) {
+    damaged("definition", r.definition->is_discarded() ? "not JSON" : "JSON of the wrong shape");
     r.definition = nlohmann::json::object();
   }
   r.definition_hash = s.text(5);
@@ -71,7 +72,7 @@ int64_t Store::insert_sweep(const SweepRecord& s) {
         "INSERT INTO sweeps (name, backend, argv, definition, definition_hash, state, budget, "
         "created_at, ended_at, supervisor_pid, supervisor_start) "
         "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
-      .bind_all(s.name, s.backend, dump(nlohmann::json(redact_argv(s.argv))), dump(s.definition),
+      .bind_all(s.name, s.backend, dump(nlohmann::json(redact_argv(s.argv))), dump(*s.definition),
                 s.definition_hash, s.state, s.budget, s.created_at, s.ended_at, s.supervisor_pid,
                 s.supervisor_start)
       .run();
@@ -93,7 +94,7 @@ void Store::update_sweep(const SweepRecord& s) {
         "budget = ?, created_at = ?, ended_at = ?, supervisor_pid = ?, supervisor_start = ? "
         "WHERE id = ?")
       .bind_all(s.name, s.backend, keep, dump(nlohmann::json(redact_argv(s.argv))), keep,
-                dump(s.definition), s.definition_hash, s.state, s.budget, s.created_at, s.ended_at,
+                dump(*s.definition), s.definition_hash, s.state, s.budget, s.created_at, s.ended_at,
                 s.supervisor_pid, s.supervisor_start, s.id)
       .run();
   if (db.changes() == 0) db.fail_message("no sweep " + std::to_string(s.id) + " to update");

@@ -1,5 +1,7 @@
 #include "sweep/cell_key.h"
 
+#include <nlohmann/json.hpp>
+
 #include "core/job.h"
 #include "sweep/sha256.h"
 

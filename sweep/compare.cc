@@ -4,10 +4,12 @@
 #include <boost/math/distributions/students_t.hpp>
 #include <cmath>
 #include <cstdio>
+#include <nlohmann/json.hpp>
 #include <numeric>
 #include <set>
 
 #include "core/parse.h"
+#include "core/table_fields.h"
 #include "sweep/placeholders.h"
 
 namespace nodus::sweep {

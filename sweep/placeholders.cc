@@ -1,6 +1,7 @@
 #include "sweep/placeholders.h"
 
 #include <cmath>
+#include <nlohmann/json.hpp>
 
 #include "core/json_input.h"
 #include "core/parse.h"

@@ -7,7 +7,7 @@
 // that itself contains "{other}" is not expanded again. "{{" and "}}" are literal braces.
 
 #include <map>
-#include <nlohmann/json.hpp>
+#include <nlohmann/json_fwd.hpp>
 #include <string>
 #include <vector>
 

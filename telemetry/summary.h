@@ -3,7 +3,7 @@
 // stored as the job's stats. A figure whose inputs are missing is empty, never a made-up 0: no
 // GPU samples, no utilization; no host samples, no CPU figures; no data_wait reports, no share.
 
-#include <nlohmann/json.hpp>
+#include <nlohmann/json_fwd.hpp>
 #include <optional>
 #include <vector>
 

@@ -18,7 +18,7 @@
 
 #include <cstdint>
 #include <istream>
-#include <nlohmann/json.hpp>
+#include <nlohmann/json_fwd.hpp>
 #include <string>
 #include <vector>
 

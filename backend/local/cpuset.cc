@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <nlohmann/json.hpp>
 #include <set>
 
 #include "backend/local/launch.h"

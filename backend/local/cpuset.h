@@ -15,7 +15,7 @@
 // NODUS_CPUSETS=off (config key `cpusets`) turns CPU sets off.
 
 #include <map>
-#include <nlohmann/json.hpp>
+#include <nlohmann/json_fwd.hpp>
 #include <optional>
 #include <string>
 #include <string_view>

@@ -14,6 +14,7 @@
 #include <filesystem>
 #include <map>
 #include <mutex>
+#include <nlohmann/json.hpp>
 
 #include "backend/local/cgroup.h"
 #include "backend/local/container.h"
@@ -196,8 +197,8 @@ Result<void> LocalBackend::submit(JobRecord& job, const LaunchSpec& spec) {
   if (!job.gpu_indices.empty() && config_get("cpusets") != "off") {
     // --cpus-per-gpu travels in the job's options (engine/supervise_options.h).
     std::optional<int> per_gpu;
-    if (job.options.contains("cpus_per_gpu") && job.options["cpus_per_gpu"].is_number_integer())
-      per_gpu = job.options["cpus_per_gpu"].get<int>();
+    if (job.options->contains("cpus_per_gpu") && (*job.options)["cpus_per_gpu"].is_number_integer())
+      per_gpu = (*job.options)["cpus_per_gpu"].get<int>();
     auto plan = plan_cpus(detect_topology(), job.gpu_indices, per_gpu);
     if (!plan.ok()) {
       for (int fd : {out[0], out[1], err[0], err[1], log_fd})
@@ -228,7 +229,7 @@ Result<void> LocalBackend::submit(JobRecord& job, const LaunchSpec& spec) {
     }
     if (j->engine) how = "--cpuset-cpus";  // the container's processes are not the client's
     add_note(job, cpu_note + " by " + how);
-    job.options["cpus"] = static_cast<int>(cpus.size());  // for the end-of-job workers check
+    (*job.options)["cpus"] = static_cast<int>(cpus.size());  // for the end-of-job workers check
   }
   // The container's processes go into the job's cgroup (container.h), so the argv waits for it,
   // and get the job's CPUs and the variables that go with them.

@@ -6,6 +6,7 @@
 #include <spawn.h>
 #include <sys/wait.h>
 
+#include <nlohmann/json.hpp>
 #include <thread>
 
 #include "cli/fixtures.h"

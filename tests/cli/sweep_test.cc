@@ -4,6 +4,7 @@
 #include <signal.h>
 
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <thread>
 
 #include "cli/fixtures.h"

@@ -2,6 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
+
+#include "core/table_fields.h"
+
 namespace nodus {
 namespace {
 

@@ -7,9 +7,11 @@
 
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <string>
 
 #include "engine/observer.h"
+#include "store/job_stats.h"
 #include "store/store.h"
 #include "temp_dir.h"
 

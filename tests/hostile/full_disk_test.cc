@@ -9,6 +9,8 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <nlohmann/json.hpp>
+
 #include "cli/fixtures.h"
 #include "hostile/hostile_util.h"
 

@@ -11,6 +11,7 @@
 #include <atomic>
 #include <cstring>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <sstream>
 
 extern char** environ;

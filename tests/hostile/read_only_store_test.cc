@@ -7,6 +7,8 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <nlohmann/json.hpp>
+
 #include "cli/fixtures.h"
 #include "hostile/hostile_util.h"
 

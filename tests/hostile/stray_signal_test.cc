@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <nlohmann/json.hpp>
 
 #include "hostile/hostile_util.h"
 

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <nlohmann/json.hpp>
 
 #include "engine/measure.h"
 #include "telemetry/diagnosis.h"

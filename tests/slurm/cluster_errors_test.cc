@@ -7,6 +7,8 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <nlohmann/json.hpp>
+
 #include "cluster.h"
 
 namespace nodus::backend::slurm {
@@ -126,7 +128,7 @@ TEST(SlurmClusterErrors, TokenNeverReachesTheJobOrItsRecord) {
   EXPECT_NE(env.find("NODUS_JOB_ID=1"), std::string::npos);
   EXPECT_EQ(env.find(token), std::string::npos);
   for (const std::string& field :
-       {job.backend_id, job.log_path, job.note, job.options.dump(), job.workdir, job.image})
+       {job.backend_id, job.log_path, job.note, job.options->dump(), job.workdir, job.image})
     EXPECT_EQ(field.find(token), std::string::npos);
   for (const auto& [k, v] : job.env) EXPECT_EQ(v.find(token), std::string::npos);
 }

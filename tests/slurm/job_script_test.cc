@@ -13,6 +13,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <iterator>
+#include <nlohmann/json.hpp>
 #include <tuple>
 
 #include "billing/catalog.h"
@@ -255,11 +256,11 @@ TEST(SlurmTimeLimit, BudgetShareAloneBoundsTheJob) {
   job.gpu_type = "L4";
   job.gpu_count = 1;
   job.rate_per_gpu_hour = 6.0;  // $0.1 a minute
-  job.options["budget_cap"] = 0.5;
+  (*job.options)["budget_cap"] = 0.5;
   EXPECT_EQ(time_limit_minutes(job), 5);
   EXPECT_NE(job_script(job, "/w", "/o").find("nodus_chain"), std::string::npos);
   job.max_cost = 3000000;  // a cap far beyond any run: bounded all the same, never overflowing
-  job.options.erase("budget_cap");
+  job.options->erase("budget_cap");
   ASSERT_TRUE(time_limit_minutes(job).has_value());
   EXPECT_GT(*time_limit_minutes(job), 0);
 }

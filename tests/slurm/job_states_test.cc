@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <csignal>
+#include <nlohmann/json.hpp>
 
 #include "core/error.h"
 #include "fake_http.h"
@@ -105,7 +106,7 @@ TEST(SlurmFinalState, AJobStoppedAtItsPlansDeadlineGetsThePlansState) {
   r.state = "FAILED";
   r.exit_code = 9;
   EXPECT_EQ(final_state_of(r, job), JobState::kFailed);
-  job.options["budget_cap"] = 0.001;  // a budget cell: $0.001 at $3.6/h is 1 s
+  (*job.options)["budget_cap"] = 0.001;  // a budget cell: $0.001 at $3.6/h is 1 s
   job.gpu_count = 1;
   job.rate_per_gpu_hour = 3.6;
   job.timeout_ms.reset();

@@ -6,6 +6,7 @@
 
 #include <thread>
 
+#include "store/job_stats.h"
 #include "store/store.h"
 #include "store_test_util.h"
 

@@ -5,6 +5,8 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <nlohmann/json.hpp>
+
 #include "store/sqlite.h"
 #include "store/store.h"
 #include "store_test_util.h"

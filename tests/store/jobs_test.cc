@@ -5,6 +5,7 @@
 
 #include <fstream>
 #include <iterator>
+#include <nlohmann/json.hpp>
 
 #include "store/sqlite.h"
 #include "store/store.h"
@@ -292,7 +293,7 @@ TEST(StoreJobs, ADamagedSweepRowIsReadEmptyNamedAndNotOverwritten) {
   auto damaged = store->sweep(bad);
   ASSERT_TRUE(damaged);
   EXPECT_TRUE(damaged->argv.empty());
-  EXPECT_TRUE(damaged->definition.is_object());
+  EXPECT_TRUE(damaged->definition->is_object());
   EXPECT_EQ(damaged->damaged, "the store's argv of sweep s" + std::to_string(bad) +
                                   " is unreadable (not JSON): shown empty; the store's definition "
                                   "of sweep s" +

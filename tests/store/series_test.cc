@@ -4,7 +4,9 @@
 
 #include <cmath>
 #include <cstdio>
+#include <nlohmann/json.hpp>
 
+#include "store/job_stats.h"
 #include "store/series_reader.h"
 #include "store/store.h"
 #include "store_test_util.h"
