@@ -1,69 +1,28 @@
 #include "core/http.h"
 
-#include <curl/curl.h>
-#include <dlfcn.h>
-
 #include <algorithm>
 #include <mutex>
 
+#include "core/curl_api.h"
 #include "core/secret.h"
 
 namespace nodus::http {
 namespace {
 
-// The libcurl entry points nodus uses, resolved from libcurl.so.4 at run time. Only the types and
-// constants come from <curl/curl.h>; nothing links against libcurl (see http.h for why).
-struct CurlApi {
-  CURLcode (*global_init)(long flags);
-  CURL* (*easy_init)();
-  CURLcode (*easy_setopt)(CURL* handle, CURLoption option, ...);
-  CURLcode (*easy_perform)(CURL* handle);
-  CURLcode (*easy_getinfo)(CURL* handle, CURLINFO info, ...);
-  void (*easy_cleanup)(CURL* handle);
-  const char* (*easy_strerror)(CURLcode code);
-  curl_slist* (*slist_append)(curl_slist* list, const char* text);
-  void (*slist_free_all)(curl_slist* list);
-};
-
-template <typename Fn>
-bool resolve(void* lib, const char* name, Fn& fn, std::string& missing) {
-  fn = reinterpret_cast<Fn>(dlsym(lib, name));
-  if (fn == nullptr) missing += (missing.empty() ? "" : ", ") + std::string(name);
-  return fn != nullptr;
-}
-
-// Loads libcurl once per process; later calls return the same table or the same error.
-Result<const CurlApi*> load_curl() {
-  static CurlApi api;
+// libcurl (core/curl_api.h), with curl_global_init run once before the first transfer; later calls
+// return the same table or the same error.
+Result<const curl::Api*> load_curl() {
   static std::string error;
   static std::once_flag once;
-  std::call_once(once, [] {
-    void* lib = dlopen("libcurl.so.4", RTLD_NOW | RTLD_LOCAL);
-    if (lib == nullptr) {
-      const char* why = dlerror();
-      error = std::string("cannot load libcurl.so.4 (needed for HTTP): ") + (why ? why : "unknown");
-      return;
-    }
-    std::string missing;
-    resolve(lib, "curl_global_init", api.global_init, missing);
-    resolve(lib, "curl_easy_init", api.easy_init, missing);
-    resolve(lib, "curl_easy_setopt", api.easy_setopt, missing);
-    resolve(lib, "curl_easy_perform", api.easy_perform, missing);
-    resolve(lib, "curl_easy_getinfo", api.easy_getinfo, missing);
-    resolve(lib, "curl_easy_cleanup", api.easy_cleanup, missing);
-    resolve(lib, "curl_easy_strerror", api.easy_strerror, missing);
-    resolve(lib, "curl_slist_append", api.slist_append, missing);
-    resolve(lib, "curl_slist_free_all", api.slist_free_all, missing);
-    if (!missing.empty()) {
-      error = "libcurl.so.4 lacks " + missing;
-      return;
-    }
-    // curl_global_init is not thread-safe in older libcurl: call_once makes it run exactly once.
-    if (CURLcode rc = api.global_init(CURL_GLOBAL_DEFAULT); rc != CURLE_OK)
-      error = std::string("curl_global_init failed: ") + api.easy_strerror(rc);
+  auto api = curl::load();
+  if (!api.ok()) return Error::permanent(api.error().message + " (needed for HTTP)");
+  // curl_global_init is not thread-safe in older libcurl: call_once makes it run exactly once.
+  std::call_once(once, [&] {
+    if (CURLcode rc = (*api)->global_init(CURL_GLOBAL_DEFAULT); rc != CURLE_OK)
+      error = std::string("curl_global_init failed: ") + (*api)->easy_strerror(rc);
   });
   if (!error.empty()) return Error::permanent(error);
-  return &api;
+  return api;
 }
 
 size_t append_body(char* data, size_t size, size_t count, void* user) {
@@ -80,7 +39,7 @@ void scrub(std::string& text, std::string_view secret) {
 
 class CurlClient : public Client {
  public:
-  explicit CurlClient(const CurlApi& api) : api_(api) {}
+  explicit CurlClient(const curl::Api& api) : api_(api) {}
 
   Result<Response> send(const Request& request) override {
     CURL* curl = api_.easy_init();
@@ -154,7 +113,7 @@ class CurlClient : public Client {
     return target(request) + ": " + words;
   }
 
-  const CurlApi& api_;
+  const curl::Api& api_;
 };
 
 }  // namespace

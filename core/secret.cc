@@ -2,9 +2,12 @@
 
 #include <array>
 #include <cctype>
+#include <optional>
+#include <string>
 #include <vector>
 
 #include "core/config.h"
+#include "core/curl_api.h"
 
 namespace nodus {
 namespace {
@@ -53,56 +56,179 @@ bool url_end(char c) {
          c == '>' || c == '`';
 }
 
-// "a=1&token=xyz" -> "a=1&token=<redacted>".
-std::string redact_params(std::string_view params) {
+int hex_digit(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+// `name` with its %XX escapes decoded, so that "api%5Fkey" is judged as "api_key".
+std::string percent_decoded(std::string_view name) {
+  std::string out;
+  for (size_t i = 0; i < name.size(); ++i) {
+    int high = i + 2 < name.size() && name[i] == '%' ? hex_digit(name[i + 1]) : -1;
+    int low = high >= 0 ? hex_digit(name[i + 2]) : -1;
+    if (low >= 0) {
+      out += static_cast<char>(high * 16 + low);
+      i += 2;
+    } else {
+      out += name[i];
+    }
+  }
+  return out;
+}
+
+// "token=xyz" -> "token=<redacted>"; any other value through redact_urls, since it may be a URL
+// of its own (?next=https://u:p@h/), and a piece without '=' as it is.
+std::string redact_param(std::string_view pair) {
+  size_t eq = pair.find('=');
+  if (eq == std::string_view::npos) return std::string(pair);
+  if (is_secret_name(percent_decoded(pair.substr(0, eq))))
+    return std::string(pair.substr(0, eq + 1)) + std::string(kRedacted);
+  return std::string(pair.substr(0, eq + 1)) + redact_urls(pair.substr(eq + 1));
+}
+
+// The pieces of `text` between any of `separators`, each through redact_param, the separators
+// kept: redact_params("a=1&token=xyz", "&") is "a=1&token=<redacted>".
+std::string redact_params(std::string_view text, std::string_view separators) {
   std::string out;
   size_t start = 0;
-  while (start <= params.size()) {
-    size_t end = params.find('&', start);
-    if (end == std::string_view::npos) end = params.size();
-    std::string_view pair = params.substr(start, end - start);
-    size_t eq = pair.find('=');
-    if (eq != std::string_view::npos && is_secret_name(pair.substr(0, eq)))
-      out += std::string(pair.substr(0, eq + 1)) + std::string(kRedacted);
-    else
-      out += pair;
-    if (end == params.size()) break;
-    out += '&';
+  while (true) {
+    size_t end = text.find_first_of(separators, start);
+    out += redact_param(text.substr(start, end == std::string_view::npos ? end : end - start));
+    if (end == std::string_view::npos) break;
+    out += text[end];
     start = end + 1;
   }
   return out;
 }
 
-// One URL from its scheme to its end: userinfo and secret parameters redacted.
-std::string redact_one(std::string_view url, size_t authority) {
+// One URL from its scheme to its end, redacted without a parser, for when libcurl cannot be
+// loaded or refuses the URL (a password holding an unencoded '/', '?' or '#', the several hosts
+// of "postgres://u:p@h1,h2/db", a bad port). Nothing then says where its parts lie, so this errs
+// toward redacting, never toward showing a credential: the userinfo runs to the span's last '@'
+// (stopping at the first '/', '?' or '#', as curl does and the old hand parser did, would show
+// the "w" of "https://u:p#w@h/"); what precedes its first ':' stays only when it cannot be a path
+// or a query; and every name=value piece after it, in the path, query or fragment, split at
+// '?', '#', '&' and ';', has its value redacted when the name is secret.
+std::string redact_conservatively(std::string_view url, size_t authority) {
   std::string out(url.substr(0, authority));
-  size_t path = url.find_first_of("/?#", authority);
-  if (path == std::string_view::npos) path = url.size();
-  std::string_view host = url.substr(authority, path - authority);
-  if (size_t at = host.rfind('@'); at != std::string_view::npos) {
-    std::string_view userinfo = host.substr(0, at);
+  std::string_view rest = url.substr(authority);
+  if (size_t at = rest.rfind('@'); at != std::string_view::npos) {
+    std::string_view userinfo = rest.substr(0, at);
     size_t colon = userinfo.find(':');
-    if (colon == std::string_view::npos)
-      out += std::string(kRedacted);
-    else
-      out += std::string(userinfo.substr(0, colon + 1)) + std::string(kRedacted);
-    out += host.substr(at);
-  } else {
-    out += host;
+    if (colon != std::string_view::npos &&
+        userinfo.substr(0, colon).find_first_of("/?#&=;") == std::string_view::npos)
+      out += userinfo.substr(0, colon + 1);
+    out += kRedacted;
+    rest = rest.substr(at);
   }
-  std::string_view rest = url.substr(path);
-  size_t query = rest.find_first_of("?#");
-  out += rest.substr(0, query);
-  while (query != std::string_view::npos) {
-    size_t next = rest.find('#', query + 1);
-    if (rest[query] == '#') next = std::string_view::npos;
-    out += rest[query];
-    std::string_view part = rest.substr(
-        query + 1, next == std::string_view::npos ? std::string_view::npos : next - query - 1);
-    out += redact_params(part);
-    query = next;
-  }
+  out += redact_params(rest, "?#&;");
   return out;
+}
+
+// A URL as libcurl's URL API parsed it: its parts as curl holds them (not decoded, so they are
+// the URL's own bytes).
+class CurlUrl {
+ public:
+  explicit CurlUrl(const curl::Api& api) : api_(api), handle_(api.url()) {}
+  ~CurlUrl() {
+    if (handle_ != nullptr) api_.url_cleanup(handle_);
+  }
+  CurlUrl(const CurlUrl&) = delete;
+  CurlUrl& operator=(const CurlUrl&) = delete;
+
+  // PATH_AS_IS: dot segments stay; NON_SUPPORT_SCHEME: s3://, postgres://, redis:// parse too.
+  bool parse(const std::string& url) {
+    return handle_ != nullptr &&
+           api_.url_set(handle_, CURLUPART_URL, url.c_str(),
+                        CURLU_NON_SUPPORT_SCHEME | CURLU_PATH_AS_IS) == CURLUE_OK;
+  }
+  // The part, or nullopt when the URL has none; any other failure sets failed().
+  std::optional<std::string> get(CURLUPart part) {
+    char* text = nullptr;
+    CURLUcode rc = api_.url_get(handle_, part, &text, 0);
+    if (rc != CURLUE_OK) {
+      if (rc != CURLUE_NO_USER && rc != CURLUE_NO_PASSWORD && rc != CURLUE_NO_OPTIONS &&
+          rc != CURLUE_NO_QUERY && rc != CURLUE_NO_FRAGMENT)
+        failed_ = true;
+      return std::nullopt;
+    }
+    std::string part_text = text != nullptr ? text : "";
+    api_.free(text);
+    return part_text;
+  }
+  bool failed() const { return failed_; }
+
+ private:
+  const curl::Api& api_;
+  CURLU* handle_;
+  bool failed_ = false;
+};
+
+// One URL from its scheme to its end (`authority`: where "//" ends), parsed by libcurl, redacted
+// in its own text: the password of its userinfo (all of a userinfo without one) and the values of
+// secret-named query and fragment parameters. Nothing else changes, so a URL without credentials
+// comes back byte for byte (curl's own rendering would lowercase the scheme, add a '/' and
+// re-encode). nullopt when curl refuses the URL or its parts are not where the text has them.
+std::optional<std::string> redact_parsed(const curl::Api& api, std::string_view url,
+                                         size_t authority) {
+  if (url.find('\0') != std::string_view::npos) return std::nullopt;  // curl would see less
+  CurlUrl parsed(api);
+  if (!parsed.parse(std::string(url))) return std::nullopt;
+  auto user = parsed.get(CURLUPART_USER);
+  auto password = parsed.get(CURLUPART_PASSWORD);
+  auto options = parsed.get(CURLUPART_OPTIONS);  // imap://user;AUTH=*:pass@h
+  auto query = parsed.get(CURLUPART_QUERY);
+  auto fragment = parsed.get(CURLUPART_FRAGMENT);
+  if (parsed.failed()) return std::nullopt;
+
+  std::string out;
+  size_t host = authority;  // where the host (or the '@' before it) begins
+  if (user || password || options) {
+    // user[;options][:password]@, the '@' where curl's lengths put it.
+    size_t at = authority + (user ? user->size() : 0) + (options ? options->size() + 1 : 0) +
+                (password ? password->size() + 1 : 0);
+    if (at >= url.size() || url[at] != '@') return std::nullopt;
+    if (password) {
+      size_t colon = at - password->size() - 1;
+      if (url[colon] != ':' || url.substr(colon + 1, password->size()) != *password)
+        return std::nullopt;
+      out += url.substr(0, colon + 1);
+    } else {
+      out += url.substr(0, authority);
+    }
+    out += kRedacted;
+    host = at;
+  } else {
+    out += url.substr(0, authority);
+  }
+
+  // After the userinfo curl's query starts at the first '?' and its fragment at the first '#'.
+  std::string_view rest = url.substr(host);
+  size_t hash = rest.find('#');
+  size_t mark = rest.substr(0, hash).find('?');
+  std::string_view query_text, fragment_text;
+  if (mark != std::string_view::npos)
+    query_text = rest.substr(mark + 1, hash == std::string_view::npos ? hash : hash - mark - 1);
+  if (hash != std::string_view::npos) fragment_text = rest.substr(hash + 1);
+  if (query.value_or("") != query_text || fragment.value_or("") != fragment_text)
+    return std::nullopt;
+  out += rest.substr(0, mark != std::string_view::npos ? mark : hash);
+  if (mark != std::string_view::npos) out += '?' + redact_params(query_text, "&");
+  if (hash != std::string_view::npos) out += '#' + redact_params(fragment_text, "&");
+  return out;
+}
+
+// One URL: parsed by libcurl when it loads and accepts the URL, else redact_conservatively. The
+// fallback is not "leave it as typed": a span curl refuses still looks like scheme://... and may
+// hold a password (one with an unencoded '#' is exactly what curl refuses), so failing to parse
+// must never be the reason a credential is stored or printed.
+std::string redact_one(const curl::Api* api, std::string_view url, size_t authority) {
+  if (api != nullptr)
+    if (auto redacted = redact_parsed(*api, url, authority)) return *redacted;
+  return redact_conservatively(url, authority);
 }
 
 bool secret_token(const std::string& t) {
@@ -173,6 +299,8 @@ bool is_secret_name(std::string_view name) {
 std::string redact_urls(std::string_view value) {
   std::string out;
   size_t done = 0;
+  const curl::Api* api = nullptr;
+  bool curl_tried = false;
   for (size_t sep = value.find("://"); sep != std::string_view::npos;
        sep = value.find("://", sep + 3)) {
     if (sep < done) continue;
@@ -181,8 +309,14 @@ std::string redact_urls(std::string_view value) {
     if (start == sep || !std::isalpha(static_cast<unsigned char>(value[start]))) continue;
     size_t end = sep + 3;
     while (end < value.size() && !url_end(value[end])) ++end;
+    // libcurl is loaded only now, for the first text that holds a URL (most hold none); without
+    // it every URL is redacted conservatively.
+    if (!curl_tried) {
+      curl_tried = true;
+      if (auto loaded = curl::load(); loaded.ok()) api = *loaded;
+    }
     out += value.substr(done, start - done);
-    out += redact_one(value.substr(start, end - start), sep + 3 - start);
+    out += redact_one(api, value.substr(start, end - start), sep + 3 - start);
     done = end;
   }
   out += value.substr(done);

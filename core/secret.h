@@ -23,7 +23,10 @@ bool is_secret_name(std::string_view name);
 
 // `value` with the credentials of every URL-looking part ("scheme://...") replaced: the password
 // of its userinfo (postgres://u:<redacted>@h/db; a userinfo without ':' is replaced whole) and
-// the values of secret-named query or fragment parameters (?token=<redacted>).
+// the values of secret-named query or fragment parameters (?token=<redacted>). nodus finds the
+// URLs; libcurl's URL API (loaded on the first "://") parses each, and the redaction is made in
+// the URL's own text, so a URL without credentials comes back byte for byte. A URL curl refuses,
+// or any URL when libcurl cannot be loaded, is redacted conservatively (core/secret.cc).
 std::string redact_urls(std::string_view value);
 
 // `value` with every credential that can be told from the value alone replaced by kRedacted:

@@ -74,6 +74,57 @@ TEST(RedactUrls, ReplacesUserinfoPasswordsAndSecretParameters) {
   EXPECT_EQ(redact_urls("://x"), "://x");
 }
 
+// Issue 28: URLs are parsed by libcurl's URL API: where the userinfo, query and fragment lie.
+TEST(RedactUrls, CurlFindsThePartsOfHardUrls) {
+  EXPECT_EQ(redact_urls("https://u:p@[::1]:8080/x?token=a"),
+            "https://u:<redacted>@[::1]:8080/x?token=<redacted>");
+  EXPECT_EQ(redact_urls("https://u%40x:p%3Aw@h/"), "https://u%40x:<redacted>@h/");
+  EXPECT_EQ(redact_urls("https://h/x?email=a@b&token=t"), "https://h/x?email=a@b&token=<redacted>");
+  EXPECT_EQ(redact_urls("https://h?email=a@b&token=t"), "https://h?email=a@b&token=<redacted>");
+  EXPECT_EQ(redact_urls("s3://key:secret@bucket/x"), "s3://key:<redacted>@bucket/x");
+  EXPECT_EQ(redact_urls("postgres://u:p@db:5432/x?password=p"),
+            "postgres://u:<redacted>@db:5432/x?password=<redacted>");
+  EXPECT_EQ(redact_urls("imap://user;AUTH=*:pass@h/"), "imap://user;AUTH=*:<redacted>@h/");
+  EXPECT_EQ(redact_urls("https://u:@h"), "https://u:<redacted>@h");
+  EXPECT_EQ(redact_urls("https://u:p:q@h"), "https://u:<redacted>@h");
+  // A parameter's name is judged decoded: api%5Fkey is api_key.
+  EXPECT_EQ(redact_urls("https://h/x?api%5Fkey=k&X-Amz-Signature=s"),
+            "https://h/x?api%5Fkey=<redacted>&X-Amz-Signature=<redacted>");
+  // A URL inside a parameter's value is one too (the span ran to the end, so it was not found).
+  EXPECT_EQ(redact_urls("https://h/login?next=https://u:p@x/y?sig=s&n=1"),
+            "https://h/login?next=https://u:<redacted>@x/y?sig=<redacted>&n=1");
+}
+
+// What curl refuses to parse is redacted conservatively: never a credential shown. The old hand
+// parser ended the userinfo at the first '/', '?' or '#' and showed "p#w" whole.
+TEST(RedactUrls, WhatCurlRefusesIsRedactedConservatively) {
+  EXPECT_EQ(redact_urls("https://u:p#w@h/x"), "https://u:<redacted>@h/x");
+  EXPECT_EQ(redact_urls("https://u:p?w@h/x"), "https://u:<redacted>@h/x");
+  EXPECT_EQ(redact_urls("https://u:p/w@h/x?sig=s"), "https://u:<redacted>@h/x?sig=<redacted>");
+  EXPECT_EQ(redact_urls("postgres://u:p@h1,h2/db?sslpassword=z"),
+            "postgres://u:<redacted>@h1,h2/db?sslpassword=<redacted>");
+  EXPECT_EQ(redact_urls("mongodb://u:p@h1:27017,h2:27017/db"),
+            "mongodb://u:<redacted>@h1:27017,h2:27017/db");
+  EXPECT_EQ(redact_urls("https://a@b@h/"), "https://<redacted>@h/");
+  // A bad port: the '@' of the query may be taken for the userinfo's, but the token stays hidden.
+  std::string odd = redact_urls("https://h:bad/x?email=a@b&token=t");
+  EXPECT_EQ(odd.find("token=t"), std::string::npos) << odd;
+  EXPECT_TRUE(is_redacted(odd)) << odd;
+}
+
+// Redaction happens in the URL's own text: curl's rendering (a lowercased scheme, an added '/',
+// dot segments resolved, re-encoding) never reaches the output.
+TEST(RedactUrls, AUrlComesBackByteForByteButForItsCredentials) {
+  for (const char* url : {"HTTPS://Host/a/../b?x=1#f", "https://h", "https://h/%7Eu?q=a%20b#",
+                          "s3://bucket/a/./b", "https://h/x?"})
+    EXPECT_EQ(redact_urls(url), url) << url;
+  EXPECT_EQ(redact_urls("HTTPS://Host/a/../b?x=1&token=t#f"),
+            "HTTPS://Host/a/../b?x=1&token=<redacted>#f");
+  EXPECT_EQ(redact_urls("HTTPS://U:P@Host"), "HTTPS://U:<redacted>@Host");
+  EXPECT_EQ(redact_urls("see https://h/%7Eu?q=a%20b&sig=s then"),
+            "see https://h/%7Eu?q=a%20b&sig=<redacted> then");
+}
+
 TEST(RedactEnvValue, NameFirstThenUrls) {
   EXPECT_EQ(redact_env_value("DB_PASS", "x"), "<redacted>");
   EXPECT_EQ(redact_env_value("DATABASE_URL", "postgres://u:p@h/db"),
