@@ -32,10 +32,16 @@ std::vector<PlannedCell> plan_cells(const SweepPlanInput& input, const sweep::Gr
       p.job.cell_index = p.index;
       p.env = input.env;
       for (const auto& [k, v] : sweep::cell_env(cell)) p.env[k] = v;
+      // The run's number as ps (s3:5) and show (cell 5) give it, repeats included.
+      p.env["NODUS_SWEEP_CELL"] = std::to_string(p.index + 1);
       if (input.repeat > 1) p.env["NODUS_SWEEP_REPEAT"] = std::to_string(r + 1);
       p.job.env = p.env;
       p.job.cell_key =
           sweep::cell_key({p.job.argv, p.env, input.gpu, input.max_cost, p.job.timeout_ms});
+      auto legacy_env = p.env;
+      legacy_env["NODUS_SWEEP_CELL"] = std::to_string(index);
+      p.legacy_cell_key =
+          sweep::cell_key({p.job.argv, legacy_env, input.gpu, input.max_cost, p.job.timeout_ms});
       cells.push_back(std::move(p));
     }
   }
@@ -50,7 +56,7 @@ void mark_done(std::vector<PlannedCell>& cells, const std::vector<JobRecord>& at
     auto it = by_index.find(done.cell_index);
     if (it == by_index.end()) continue;
     auto& c = cells[it->second];
-    if (c.job.cell_key == done.cell_key) {
+    if (c.job.cell_key == done.cell_key || c.legacy_cell_key == done.cell_key) {
       c.done = true;
       c.job = done;
     }

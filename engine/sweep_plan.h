@@ -8,7 +8,7 @@
 // drift over time (thermals, a neighbour's load) hits every cell alike. A run's cell_index is
 // grid_index + r x cell_count(grid), so --resume and the tables tell repeats apart; with
 // repeats the job also sees NODUS_SWEEP_REPEAT=r (1-based), which makes each run's cell key
-// distinct.
+// distinct. NODUS_SWEEP_CELL is cell_index + 1, the number ps and show give the run.
 
 #include <cstdint>
 #include <map>
@@ -45,7 +45,7 @@ std::vector<PlannedCell> plan_cells(const SweepPlanInput& input, const sweep::Gr
                                     const sweep::ArgvTemplate& tmpl);
 
 // Marks as done every cell whose newest attempt completed with the same cell key (the cell's
-// definition did not change); that attempt's row becomes the cell's job.
+// definition did not change), or with its legacy key; that attempt's row becomes the cell's job.
 void mark_done(std::vector<PlannedCell>& cells, const std::vector<JobRecord>& attempts);
 
 }  // namespace nodus::engine

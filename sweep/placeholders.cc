@@ -95,7 +95,7 @@ std::vector<std::string> ArgvTemplate::resolve(const Cell& cell) const {
 std::map<std::string, std::string> cell_env(const Cell& cell) {
   std::map<std::string, std::string> env;
   for (const auto& p : cell.params) env["NODUS_PARAM_" + to_upper(p.name)] = p.value;
-  env["NODUS_SWEEP_CELL"] = std::to_string(cell.index);
+  env["NODUS_SWEEP_CELL"] = std::to_string(cell.index + 1);  // numbered from 1, as shown
   return env;
 }
 

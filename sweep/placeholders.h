@@ -37,7 +37,8 @@ class ArgvTemplate {
   std::vector<std::vector<Piece>> args_;
 };
 
-// NODUS_PARAM_<NAME uppercased>=value for each param, and NODUS_SWEEP_CELL=index.
+// NODUS_PARAM_<NAME uppercased>=value for each param, and NODUS_SWEEP_CELL=index + 1: the cell's
+// number as the sweep's table, ps (s3:2) and show (cell 2) give it.
 std::map<std::string, std::string> cell_env(const Cell& cell);
 
 // "num_workers=4 batch_size=128": params in axis order.

@@ -216,5 +216,24 @@ TEST(Truth, TheOutcomeIsOneLineAndWaitSaysWhatItWaitsFor) {
   EXPECT_NE(shown.out.find("throughput       436 samples_per_sec"), std::string::npos) << shown.out;
 }
 
+// Point 4: a cell has one number. `show 3` said "sweep s1 cell 3" while the job had been given
+// NODUS_SWEEP_CELL=2 (0-based); ps's s1:3, show's cell 3 and the job's variable now agree.
+TEST(Truth, TheCellNumberTheJobSeesIsTheOnePsAndShowPrint) {
+  NodusHome home;
+  const std::string seen = home.file("seen");
+  auto r = home.run({"sweep", "-p", "w=a,b,c", "--", "sh", "-c",
+                     "echo \"$NODUS_PARAM_W $NODUS_SWEEP_CELL\" >> " + seen});
+  ASSERT_EQ(r.code, 0) << r.err;
+  std::string got = read_file(seen);
+  EXPECT_NE(got.find("a 1\n"), std::string::npos) << got;
+  EXPECT_NE(got.find("c 3\n"), std::string::npos) << got;
+  auto third = show_json(home, "3");
+  ASSERT_EQ(third["params"]["w"], "c") << third.dump();
+  EXPECT_EQ(third["cell"], 3) << third.dump();
+  EXPECT_NE(home.run({"show", "3"}).out.find("s1 cell 3"), std::string::npos);
+  auto ps = home.run({"ps", "-a"});
+  EXPECT_NE(ps.out.find("s1:3"), std::string::npos) << ps.out;
+}
+
 }  // namespace
 }  // namespace nodus::testing

@@ -100,12 +100,12 @@ TEST(SweepPlaceholders, HostileValuesStayOneLiteralArgument) {
   }
 }
 
-TEST(SweepPlaceholders, EnvHasEveryParamUppercasedAndTheCellIndex) {
+TEST(SweepPlaceholders, EnvHasEveryParamUppercasedAndTheCellNumberFromOne) {
   Grid grid = grid_of({"num_workers=0,4", "model=vit"});
-  auto env = cell_env(cell_at(grid, 1));
+  auto env = cell_env(cell_at(grid, 1));  // the second cell: "cell 2" wherever nodus shows it
   EXPECT_EQ(env, (std::map<std::string, std::string>{{"NODUS_PARAM_NUM_WORKERS", "4"},
                                                      {"NODUS_PARAM_MODEL", "vit"},
-                                                     {"NODUS_SWEEP_CELL", "1"}}));
+                                                     {"NODUS_SWEEP_CELL", "2"}}));
 }
 
 TEST(SweepPlaceholders, LabelListsParamsInAxisOrder) {
