@@ -13,6 +13,9 @@
 namespace nodus::engine {
 namespace {
 
+// A cell the sweep ended before it started (stopped, interrupted, out of budget).
+constexpr const char* kNotRun = "not run";
+
 // The terminal's size (rows, columns); 24 x 80 when it cannot be asked.
 std::pair<int, int> terminal_size() {
   winsize ws{};
@@ -121,8 +124,9 @@ void SweepProgress::tick(const std::vector<PlannedCell>&, double spent) {
 
 std::vector<std::string> SweepProgress::frame(int height, int width, double now) const {
   double running_cost = 0, finished_wall = 0;
-  int running = 0, finished = 0, pending = 0, ok = 0, timed = 0;
+  int running = 0, finished = 0, pending = 0, not_run = 0, ok = 0, timed = 0;
   std::map<std::string, int> by_state;
+  if (ended_at_) now = std::min(now, *ended_at_);  // the last frame stays the last moment
   for (const Row& r : rows_) {
     double elapsed = r.started_at ? r.ended_at.value_or(now) - *r.started_at : 0;
     if (r.state == "running") {
@@ -130,6 +134,8 @@ std::vector<std::string> SweepProgress::frame(int height, int width, double now)
       running_cost += r.rate * elapsed;
     } else if (r.state == "pending") {
       pending++;
+    } else if (r.state == kNotRun) {
+      not_run++;
     } else {
       finished++;
       by_state[r.state]++;
@@ -149,22 +155,26 @@ std::vector<std::string> SweepProgress::frame(int height, int width, double now)
   } else if (running + pending == 0) {
     eta = "done";
   }
+  // The sweep ended (all run, stopped or interrupted): nothing is left to estimate.
+  if (ended_at_) eta = "ended";
   std::string budget = budget_ ? " of " + format_usd(*budget_) + " budget" : "";
   std::vector<std::string> lines;
-  lines.push_back(sweep_label_ + ": " + std::to_string(total_) + " cells, " +
-                  std::to_string(running) + " running, " + std::to_string(finished) +
-                  " finished, " + std::to_string(pending) + " pending; " +
-                  duration(now - began_at_) + " elapsed, " + eta + ", " +
-                  format_usd(spent_ + running_cost) + " spent" + budget);
+  lines.push_back(
+      sweep_label_ + ": " + std::to_string(total_) + " cells, " + std::to_string(running) +
+      " running, " + std::to_string(finished) + " finished, " +
+      (not_run > 0 ? std::to_string(not_run) + " not run" : std::to_string(pending) + " pending") +
+      "; " + duration(now - began_at_) + " elapsed, " + eta + ", " +
+      format_usd(spent_ + running_cost) + " spent" + budget);
 
   auto cell_line = [&](size_t i) {
     const Row& r = rows_[i];
     double elapsed = r.started_at ? r.ended_at.value_or(now) - *r.started_at : 0;
     double cost = r.ended_at ? r.cost : r.rate * elapsed;
-    const char* color = r.state == "running"                               ? "36"
-                        : r.state == "completed"                           ? "32"
-                        : r.state == "pending" || r.state == "done before" ? "2"
-                                                                           : "31";
+    const char* color = r.state == "running"     ? "36"
+                        : r.state == "completed" ? "32"
+                        : r.state == "pending" || r.state == "done before" || r.state == kNotRun
+                            ? "2"
+                            : "31";
     char line[512];
     std::snprintf(line, sizeof line, "  %3zu  %-34.34s %s %9s %10s", i + 1, r.label.c_str(),
                   paint(std::string(r.state) +
@@ -204,6 +214,7 @@ std::vector<std::string> SweepProgress::frame(int height, int width, double now)
       rest += std::to_string(pending) + " pending";
       if (left >= 1) lines.push_back(rest);
     }
+    if (not_run > 0 && left >= 1) lines.push_back("  " + std::to_string(not_run) + " not run");
   }
   for (auto& l : lines) l = fit(l, std::max(1, width - 1));
   if (static_cast<int>(lines.size()) > std::max(1, height - 1))
@@ -223,6 +234,10 @@ void SweepProgress::redraw() {
 }
 
 void SweepProgress::end() {
+  // Cells that never started will not now: the final frame says so instead of an ETA for them.
+  ended_at_ = unix_now();
+  for (Row& r : rows_)
+    if (r.state == "pending") r.state = kNotRun;
   if (live_) redraw();
   drawn_lines_ = 0;
 }

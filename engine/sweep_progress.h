@@ -56,6 +56,7 @@ class SweepProgress {
   Row& row(const PlannedCell& cell);
   std::optional<double> budget_;
   double spent_ = 0;
+  std::optional<double> ended_at_;  // set by end(): the final frame, no ETA
   int drawn_lines_ = 0;
   int total_ = 0;
 };

@@ -62,5 +62,36 @@ TEST(SweepProgressFrame, FewCellsAreListedOneLineEach) {
   EXPECT_NE(frame[3].find("i=3"), std::string::npos);
 }
 
+// Issue 29 point 5: after Ctrl-C the live view's last frame carried an ETA for cells that would
+// never run ("ETA ~12.1s"). The final frame says the sweep ended and which cells did not run,
+// and no longer moves with the clock.
+TEST(SweepProgressFrame, TheFinalFrameAfterAnInterruptHasNoEtaAndNamesTheCellsNotRun) {
+  SweepProgress p("s3", false, false);
+  auto cs = cells(3);
+  p.begin(cs, std::nullopt);
+  JobRecord job;
+  job.id = 1;
+  p.cell_started(cs[0], job);
+  JobRecord done = job;
+  done.state = JobState::kCompleted;
+  p.cell_ended(cs[0], done);
+  job.id = 2;
+  p.cell_started(cs[1], job);
+  auto before = p.frame(20, 120, unix_now());
+  EXPECT_NE(before[0].find("ETA ~"), std::string::npos) << before[0];
+  JobRecord interrupted = job;
+  interrupted.state = JobState::kCancelled;  // Ctrl-C
+  p.cell_ended(cs[1], interrupted);
+  p.end();
+  auto last = p.frame(20, 120, unix_now());
+  EXPECT_EQ(last[0].find("ETA"), std::string::npos) << last[0];
+  EXPECT_NE(last[0].find("2 finished, 1 not run"), std::string::npos) << last[0];
+  EXPECT_NE(last[0].find("ended"), std::string::npos) << last[0];
+  EXPECT_NE(last[3].find("not run"), std::string::npos) << last[3];
+  EXPECT_EQ(last[3].find("pending"), std::string::npos) << last[3];
+  // Drawn an hour later, it is the same frame: the clock stopped at the end.
+  EXPECT_EQ(p.frame(20, 120, unix_now() + 3600), last);
+}
+
 }  // namespace
 }  // namespace nodus::engine
