@@ -116,8 +116,11 @@ TEST(CatalogBuiltin, ParsesAndEveryEntryHasASourceAndADate) {
     EXPECT_TRUE(std::regex_match(e.checked, date)) << e.type << " " << e.checked;
     EXPECT_GT(e.usd_per_gpu_hour, 0) << e.type;
     EXPECT_FALSE(e.device_names.empty()) << e.type;
-    // A URL to the page the price is read on, or "none" where no public page exists.
-    EXPECT_TRUE(e.source.rfind("https://", 0) == 0 || e.source == "none") << e.type;
+    // A URL to the page the price is read on, or the page's name where it has no public URL.
+    EXPECT_TRUE(e.source.rfind("https://", 0) == 0 ||
+                e.note.find("no public URL") != std::string::npos)
+        << e.type;
+    EXPECT_NE(e.source, "none") << e.type;
   }
 }
 
@@ -125,7 +128,7 @@ TEST(CatalogBuiltin, H100SxmIsTheNodusRate) {
   const PriceEntry* e = Catalog::builtin().find("H100-SXM");
   ASSERT_NE(e, nullptr);
   EXPECT_DOUBLE_EQ(e->usd_per_gpu_hour, 2.60);
-  EXPECT_EQ(e->source, "none");  // the Nodus pricing page has no public URL to cite
+  EXPECT_EQ(e->source, "Nodus GPU cloud pricing page");  // named: it has no public URL to cite
   EXPECT_NE(e->note.find("no public URL"), std::string::npos) << e->note;
   EXPECT_EQ(e->checked, "2026-11-06");
 }

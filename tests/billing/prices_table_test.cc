@@ -20,16 +20,19 @@ TEST(PricesTable, OneRowPerTypeWithRawValuesForJson) {
   EXPECT_TRUE(row["aliases"].is_array());
   EXPECT_EQ(row["aliases"][0], "H100");
   EXPECT_DOUBLE_EQ(row["usd_per_gpu_hour"].get<double>(), 2.60);
-  EXPECT_TRUE(row["source"].is_null());  // "none": no public page to cite
+  EXPECT_EQ(row["source"], "Nodus GPU cloud pricing page");  // named: it has no public URL
   EXPECT_TRUE(row["source_url"].is_null());
   EXPECT_EQ(row["checked"], "2026-11-06");
   EXPECT_EQ(row["origin"], "built-in");
   EXPECT_EQ(t.raw(1)["source_url"], "https://lambda.ai/instances");
 }
 
-TEST(PricesTable, EveryBuiltInEntryHasASourceUrlOrSaysNoneAndTheDateItWasChecked) {
+TEST(PricesTable, EveryBuiltInEntryNamesItsSourceAndTheDateItWasChecked) {
   for (const auto& e : Catalog::builtin().entries()) {
-    EXPECT_TRUE(!e.source_url().empty() || e.source == "none") << e.type << ": " << e.source;
+    EXPECT_FALSE(e.source.empty()) << e.type;
+    EXPECT_NE(e.source, "none") << e.type;  // a rate with no named source is not one to bill by
+    EXPECT_TRUE(!e.source_url().empty() || e.note.find("no public URL") != std::string::npos)
+        << e.type << ": " << e.source;
     EXPECT_EQ(e.checked.size(), 10u) << e.type;
   }
 }

@@ -67,18 +67,21 @@ TEST(Prices, AUserCatalogMergesOverTheBuiltInOne) {
   EXPECT_NE(bad.err.find("--prices-only"), std::string::npos) << bad.err;
 }
 
-TEST(Prices, EveryBuiltInEntryHasASourceUrlOrSaysNoneAndADate) {
+TEST(Prices, EveryBuiltInEntryNamesItsSourceWithAUrlWhereOneExistsAndADate) {
   NodusHome home;
   for (const auto& row : prices_json(home, {})) {
     SCOPED_TRACE(row.dump());
     bool url = row["source_url"].is_string() &&
                row["source_url"].get<std::string>().rfind("https://", 0) == 0;
-    EXPECT_TRUE(url || row["source"].is_null());  // "none" is null: it says it has none
+    ASSERT_TRUE(row["source"].is_string());  // every rate names where it was read
+    EXPECT_TRUE(url || row["note"].get<std::string>().find("no public URL") != std::string::npos);
     ASSERT_TRUE(row["checked"].is_string());
     EXPECT_EQ(row["checked"].get<std::string>().size(), 10u);
   }
   auto table = home.run({"prices"});
-  EXPECT_NE(table.out.find("none"), std::string::npos) << table.out;  // H100-SXM says so
+  // H100 (H100-SXM) is priced from the Nodus pricing page: the table names it, not "none".
+  EXPECT_NE(table.out.find("Nodus GPU cloud pricing page"), std::string::npos) << table.out;
+  EXPECT_EQ(table.out.find(" none "), std::string::npos) << table.out;
 }
 
 TEST(Rate, PricesTheJobAtTheRateActuallyPaidPerGpuOrForTheBox) {
