@@ -10,6 +10,7 @@
 #include <cstring>
 #include <nlohmann/json.hpp>
 
+#include "backend/backend.h"
 #include "core/cost.h"
 #include "core/error.h"
 #include "core/parse.h"
@@ -212,6 +213,26 @@ std::string SweepRunner::run(store::SweepRecord& sweep, std::vector<PlannedCell>
   CellLauncher launcher(store_, progress_, sweep, cells, settings);
   auto& running = launcher.running;
   SweepStop stop = SweepStop::kNone;
+  // Cells whose supervisor died while their job runs on in a cluster (the node's enforcer keeps
+  // it capped): each keeps its slot and its share of the budget until the cluster says the job
+  // ended, so no other cell spends what the orphan may still spend. A local job is never one:
+  // reconcile kills what a dead supervisor left and records it.
+  std::vector<size_t> orphans;
+  auto settle_orphans = [&] {
+    if (orphans.empty()) return;
+    reconcile(store_);  // refreshes, from the cluster, the jobs nobody supervises
+    for (auto o = orphans.begin(); o != orphans.end();) {
+      PlannedCell& cell = cells[*o];
+      if (auto fresh = store_.job(cell.job.id)) cell.job = *fresh;
+      if (!is_final(cell.job.state)) {
+        ++o;
+        continue;
+      }
+      scheduler.ended(*o, cell.job.cost);
+      progress_.cell_ended(cell, cell.job);
+      o = orphans.erase(o);
+    }
+  };
 
   while (true) {
     bool waiting_for_gpus = scheduler.start_what_fits(launcher);
@@ -219,7 +240,7 @@ std::string SweepRunner::run(store::SweepRecord& sweep, std::vector<PlannedCell>
     std::vector<pollfd> fds;
     fds.push_back({signals_.fd(), POLLIN, 0});
     for (const auto& r : running) fds.push_back({r.pidfd, POLLIN, 0});
-    int timeout = progress_.live() || settings.stop_early ? 1000 : -1;
+    int timeout = progress_.live() || settings.stop_early || !orphans.empty() ? 1000 : -1;
     if (waiting_for_gpus) timeout = 250;
     int n = ::poll(fds.data(), fds.size(), timeout);
     if (n < 0 && errno != EINTR) throw Fatal(std::string("poll: ") + std::strerror(errno));
@@ -233,6 +254,10 @@ std::string SweepRunner::run(store::SweepRecord& sweep, std::vector<PlannedCell>
               "\nnodus: stopping the sweep: running cells get SIGTERM, finished cells are kept\n");
         scheduler.stop();
         for (const auto& r : running) ::kill(r.pid, *sig == SIGINT ? SIGINT : SIGTERM);
+        for (size_t o : orphans) {  // no supervisor to pass the stop on: ask the cluster
+          JobRecord& job = cells[o].job;
+          if (auto b = backend::make_backend(job.backend); b) (void)b->signal(job, SIGTERM);
+        }
       }
     }
     for (size_t k = 1; k < fds.size(); ++k) {
@@ -249,11 +274,22 @@ std::string SweepRunner::run(store::SweepRecord& sweep, std::vector<PlannedCell>
       // job killed both) leaves it running: reconcile kills what is left of its cgroup.
       reconcile(store_);
       if (auto fresh = store_.job(cell.job.id)) cell.job = *fresh;
+      if (!is_final(cell.job.state) && cell.job.backend != "local") {
+        std::fprintf(stderr,
+                     "nodus: cell %d [%s]: its supervisor ended while job %lld still runs on %s; "
+                     "its share of the budget stays held until %s says it ended\n",
+                     cell.index + 1, cell.label.c_str(), static_cast<long long>(cell.job.id),
+                     cell.job.backend.c_str(), cell.job.backend.c_str());
+        orphans.push_back(it->cell);
+        running.erase(it);
+        continue;
+      }
       if (it->loser && cell.job.state == JobState::kStopped) record_loser(store_, cell, *it->loser);
       scheduler.ended(it->cell, cell.job.cost);
       progress_.cell_ended(cell, cell.job);
       running.erase(it);
     }
+    settle_orphans();
     if (settings.stop_early && !scheduler.stopped()) stop_losers(store_, cells, running, settings);
     progress_.tick(cells, scheduler.ledger().spent());
   }
