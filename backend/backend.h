@@ -42,6 +42,12 @@ struct Outcome {
   // The seconds to bill when that is not ended_at - started_at: a Slurm job requeued after it
   // started ran more than once, and each run held its GPUs (the time queued between does not).
   std::optional<double> billed_seconds;
+  // The times are whole seconds (Slurm's record): the job ended somewhere in
+  // [ended_at, ended_at + 1).
+  bool whole_seconds = false;
+  // The cluster's own record says the job completed (Slurm: COMPLETED, exit 0): what sacct says
+  // stands, whatever stop nodus planned or sent as it ended.
+  bool completed_by_record = false;
   // Set when the job died because one of nodus's enforcers was attacked (a stopped supervisor
   // whose sentinel then killed the job): what happened, for the record.
   std::string tampered;

@@ -2,6 +2,9 @@
 
 #include <unistd.h>
 
+#include <algorithm>
+#include <atomic>
+#include <cmath>
 #include <csignal>
 #include <cstdio>
 #include <iostream>
@@ -36,6 +39,11 @@ std::string join_indices(const std::vector<int>& v) {
 Clock::time_point steady_at(double unix_time) {
   auto delta = std::chrono::duration<double>(unix_time - unix_now());
   return Clock::now() + std::chrono::duration_cast<Clock::duration>(delta);
+}
+
+// The latest moment the job can have ended (unix seconds): Slurm's end time is cut to its second.
+double latest_end(const backend::Outcome& o) {
+  return o.whole_seconds ? std::floor(o.ended_at) + 1 : o.ended_at;
 }
 
 void note(bool attach, const std::string& text) {
@@ -73,8 +81,17 @@ struct StopExecutor {
   bool attach;
   std::string last_error;
   std::string told;  // the kill failure last printed
+  // When the first SIGTERM went out (unix seconds, 0: none yet), stamped before it is sent so
+  // that a job which ended before this moment certainly ended before the signal reached it.
+  std::atomic<double> first_term{0};
+
+  void stamp_term() {
+    double none = 0;
+    first_term.compare_exchange_strong(none, unix_now());
+  }
 
   bool term() {
+    stamp_term();
     for (int attempt = 0; attempt < 2; ++attempt) {
       auto r = backend.signal(job, SIGTERM);
       if (r) return true;
@@ -102,6 +119,7 @@ struct StopExecutor {
     if (a.kill) {
       (void)backend.signal(job, SIGKILL);
     } else if (a.term) {
+      stamp_term();
       if (!backend.signal(job, SIGTERM)) (void)backend.signal(job, SIGKILL);
     }
   }
@@ -310,7 +328,13 @@ int Supervisor::run(JobRecord& job, const SuperviseRun& run) {
         add_note(job, outcome.tampered);
         (void)control.on_tampered();
       }
-      control.on_exit(Clock::now());
+      // An end past the TERM moment that nodus's own SIGTERM did not cause was the node's
+      // enforcer's (Slurm): the plan's reason. Not a clean exit (0, no signal): timeout(1) makes
+      // a job it stopped exit 124, so a job that exited 0 ended by itself, however late nodus saw
+      // it (a Slurm end is seen a poll or more later; across an outage, much later). And when it
+      // ended, not when nodus noticed.
+      if (outcome.exit_code != 0 || outcome.signal)
+        control.on_exit(std::min(Clock::now(), steady_at(latest_end(outcome))));
       break;
     }
     if (event->kind == backend::Event::Kind::kStarted) {
@@ -379,7 +403,25 @@ int Supervisor::run(JobRecord& job, const SuperviseRun& run) {
       job, run.options.budget_cap,
       outcome.billed_seconds.value_or(std::max(0.0, outcome.ended_at - outcome.started_at)));
   job.signal = outcome.signal;
-  if (auto reason = control.reason()) {
+  auto reason = control.reason();
+  // A job that ended by itself before nodus's first SIGTERM went out keeps its own outcome,
+  // whatever stop nodus planned or began next; so does one the cluster records as completed
+  // (sacct's COMPLETED 0:0 is completed, as Slurm bills and reports it: issue 30). Not a stop
+  // that kills at once for a reason of its own (lost, tampered).
+  const double term_sent = exec.first_term.load();
+  if (reason && *reason != JobState::kLost && *reason != JobState::kTampered &&
+      *reason != JobState::kCompleted) {
+    const std::string planned = std::string(to_string(*reason));
+    if (term_sent > 0 && latest_end(outcome) <= term_sent) {
+      add_note(job, "ended by itself before nodus's SIGTERM (for " + planned + ") went out");
+      reason.reset();
+    } else if (outcome.completed_by_record) {
+      add_note(job, "Slurm records it COMPLETED with exit 0 as nodus stopped it (for " + planned +
+                        "): completed, as Slurm has it");
+      reason.reset();
+    }
+  }
+  if (reason) {
     job.state = *reason;
   } else {
     job.state = outcome.exit_code == 0 ? JobState::kCompleted : JobState::kFailed;

@@ -49,6 +49,8 @@ Outcome outcome_of(const SlurmJob& job) {
     o.exit_code = 1;  // NODE_FAIL, BOOT_FAIL, ... with no status of the script's own
   }
   o.ended_at = job.end_time > 0 ? job.end_time : unix_now();
+  o.whole_seconds = job.end_time > 0;
+  o.completed_by_record = job.state == "COMPLETED" && o.exit_code == 0 && !o.signal;
   o.started_at = job.start_time > 0 && job.start_time <= o.ended_at ? job.start_time : o.ended_at;
   return o;
 }

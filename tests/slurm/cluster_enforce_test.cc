@@ -497,6 +497,101 @@ TEST(SlurmEnforce, BudgetOnlyCellsAreBoundedEvenWithTheSweepKilled) {
               budget);
 }
 
+// Issue 30 case 5: one cell's supervisor SIGKILLed while its job runs on under the node's
+// enforcer. Before, the sweep took the dead supervisor for an ended cell, gave its share of the
+// budget back and started the next cell beside the orphan ($0.22 of $0.20). Now the cell holds
+// its share until Slurm says its job ended: the next cell cannot start beside it, and the
+// sweep spends no more than its budget.
+TEST(SlurmEnforce, ACellWhoseSupervisorDiedHoldsItsBudgetShareUntilSlurmEndsIt) {
+  REQUIRE_SLURM_CLUSTER();
+  JobDir dir;
+  Nodus nodus(dir);
+  auto rest = cluster_client(cluster_settings(dir));
+  double rate = h100_rate();
+  double cap = rate * 6 / 3600;  // 6 s of one H100 per cell
+  double budget = cap * 1.5;     // one cell's worst case at a time
+  pid_t pid = nodus.start({"sweep", "--param", "x=1,2", "--parallel", "2", "--gpu", "H100:1",
+                           "--budget", usd(budget), "--max-cost", usd(cap), "--grace", "1s", "--",
+                           "bash", "-c", "echo started {x}; sleep 300"});
+  std::vector<SlurmJob> first;
+  ASSERT_TRUE(eventually(
+      [&] {
+        first.clear();
+        for (auto& j : jobs_of_store(*rest, nodus.store_tag()))
+          if (j.state == "RUNNING") first.push_back(j);
+        return !first.empty();
+      },
+      30));
+  ASSERT_EQ(first.size(), 1u);
+  // The sweep's one child is the running cell's supervisor.
+  std::string children;
+  ASSERT_TRUE(eventually(
+      [&] {
+        std::ifstream in("/proc/" + std::to_string(pid) + "/task/" + std::to_string(pid) +
+                         "/children");
+        std::getline(in, children);
+        return !children.empty();
+      },
+      10));
+  pid_t supervisor = std::stoi(children);
+  ASSERT_EQ(::kill(supervisor, SIGKILL), 0);
+  auto end = poll_until(*rest, first[0].job_id, ended, 30);
+  ASSERT_TRUE(end) << "the orphaned cell outlived its cap by 30 s";
+  int status = 0;
+  ASSERT_TRUE(eventually([&] { return waitpid(pid, &status, WNOHANG) == pid; }, 60))
+      << slurp(nodus.err_path());
+  std::string err = slurp(nodus.err_path());
+  EXPECT_NE(err.find("its share of the budget stays held"), std::string::npos) << err;
+  double spent = 0;
+  for (const auto& j : jobs_of_store(*rest, nodus.store_tag())) {
+    if (j.job_id == first[0].job_id || j.start_time <= 0) continue;
+    EXPECT_GE(j.start_time, end->end_time) << j.name << " started beside the orphaned cell";
+    auto other = poll_until(*rest, j.job_id, ended, 30);
+    if (other) spent += billing::cost_usd(1, rate, other->end_time - other->start_time);
+  }
+  spent += billing::cost_usd(1, rate, end->end_time - end->start_time);
+  EXPECT_LE(spent, budget + 1e-9) << err;
+  std::printf("issue 30 case 5: a cell's supervisor SIGKILLed: spent %.6f of %.6f\n", spent,
+              budget);
+}
+
+// Issue 30 case 8: a job that ends by itself before its SIGTERM moment is completed, however
+// late nodus sees the end. Before, a job whose end was seen after the TERM moment (polling lag
+// under load; here slurmrestd stopped across it) was recorded cost-cap, exit 122, while Slurm
+// had COMPLETED 0:0.
+TEST(SlurmEnforce, AJobThatEndedBeforeItsTermIsCompletedHoweverLateItsEndIsSeen) {
+  REQUIRE_SLURM_CLUSTER();
+  JobDir dir;
+  Nodus nodus(dir);
+  auto rest = cluster_client(cluster_settings(dir));
+  double cap = h100_rate() * 6 / 3600;  // 6 s: SIGTERM at 4 s with a 2 s grace
+  pid_t pid = nodus.start(
+      {"run", "--gpu", "H100:1", "--max-cost", usd(cap), "--grace", "2s", "--", "sleep", "1"});
+  std::vector<SlurmJob> mine;
+  ASSERT_TRUE(eventually(
+      [&] {
+        mine = jobs_of_store(*rest, nodus.store_tag());
+        return !mine.empty() && phase_of(mine[0].state) != Phase::kQueued;
+      },
+      30));
+  {
+    StoppedRestd stopped;  // nodus sees nothing of the job until past its TERM moment
+    ASSERT_TRUE(stopped.ok());
+    std::this_thread::sleep_for(std::chrono::seconds(6));
+  }
+  int status = 0;
+  ASSERT_TRUE(eventually([&] { return waitpid(pid, &status, WNOHANG) == pid; }, 120))
+      << slurp(nodus.err_path());
+  auto end = poll_until(*rest, mine[0].job_id, ended, 30);
+  ASSERT_TRUE(end);
+  ASSERT_EQ(end->state, "COMPLETED");
+  auto job = nodus.show("1");
+  EXPECT_EQ(job["state"], "completed") << job.dump() << slurp(nodus.err_path());
+  EXPECT_EQ(job["exit_code"], 0) << job.dump();
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0) << slurp(nodus.err_path());
+}
+
 // Case 2: slurmrestd stopped (SIGSTOP) while nodus submits: the POST times out, nodus must not
 // send another before Slurm answers whether it has the job; when slurmrestd resumes, exactly one
 // Slurm job exists for the one nodus job, and it ran.
