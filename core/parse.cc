@@ -7,6 +7,8 @@
 #include <cstdlib>
 #include <string>
 
+#include "core/secret.h"
+
 namespace nodus {
 namespace {
 
@@ -124,12 +126,29 @@ Result<std::pair<std::string, std::string>> parse_env_assignment(std::string_vie
   static constexpr std::string_view kAllowed =
       "expected NAME=VALUE with NAME of [A-Za-z_][A-Za-z0-9_]*";
   auto eq = text.find('=');
-  if (eq == std::string_view::npos || eq == 0) return bad("--env", text, kAllowed);
+  // The value as it may be echoed: redacted when its name or form says secret, and cut short
+  // (it may be 300 KB).
+  std::string shown(text);
+  if (eq != std::string_view::npos) {
+    std::string value = redact_env_value(text.substr(0, eq), text.substr(eq + 1));
+    if (value.size() > 32) value = value.substr(0, 32) + "...";
+    shown = std::string(text.substr(0, eq)) + "=" + value;
+  }
+  if (eq == std::string_view::npos || eq == 0) return bad("--env", shown, kAllowed);
   std::string_view key = text.substr(0, eq);
-  if (std::isdigit(static_cast<unsigned char>(key[0]))) return bad("--env", text, kAllowed);
+  if (std::isdigit(static_cast<unsigned char>(key[0]))) return bad("--env", shown, kAllowed);
   for (char c : key)
     if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_'))
-      return bad("--env", text, kAllowed);
+      return bad("--env", shown, kAllowed);
+  // The kernel passes no single string over MAX_ARG_STRLEN (32 pages: 131072 bytes, with its
+  // NUL) to a program: a longer NAME=VALUE could never reach the job (the job would fail to
+  // start, or a Slurm job would run without it). Refused before anything runs.
+  constexpr size_t kMaxEnvString = 131072 - 1;
+  if (text.size() > kMaxEnvString)
+    return Error::permanent("--env: " + shown + " is " + std::to_string(text.size()) +
+                            " bytes; one NAME=VALUE may hold at most " +
+                            std::to_string(kMaxEnvString) +
+                            " (the kernel's limit for one string passed to a program)");
   return std::make_pair(std::string(key), std::string(text.substr(eq + 1)));
 }
 

@@ -220,4 +220,19 @@ TEST(SpecFile, ValuesAreRefusedExactlyAsTheirFlagsAre) {
 }
 
 }  // namespace
+// Issue 30 case 8: a 300 KB env value in a spec file was dropped (Slurm) or failed the start
+// after the job was stored (local). No program can receive it: refused before anything runs.
+TEST(SpecFile, AnEnvValueNoProgramCouldReceiveIsRefusedBeforeAnythingRuns) {
+  NodusHome home;
+  write_file(home.file("big.yaml"),
+             "command: [sh, -c, 'echo ${#BIG}']\nenv:\n  BIG: " + std::string(300000, 'x') + "\n");
+  auto r = home.run({"run", "-f", home.file("big.yaml")});
+  EXPECT_EQ(r.code, 125) << r.err.substr(0, 300);
+  EXPECT_NE(r.err.find("... is 300004 bytes"), std::string::npos) << r.err.substr(0, 300);
+  EXPECT_LT(r.err.size(), 400u);
+  auto ps = home.run({"ps", "-a", "--format", "json"});
+  ASSERT_EQ(ps.code, 0) << ps.err;
+  EXPECT_EQ(nlohmann::json::parse(ps.out).size(), 0u) << ps.out;
+}
+
 }  // namespace nodus::testing

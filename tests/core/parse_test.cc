@@ -61,6 +61,21 @@ TEST(ParseEnv, SplitsAtFirstEquals) {
   EXPECT_FALSE(parse_env_assignment("noequals").ok());
 }
 
+TEST(ParseEnv, AValueNoProgramCouldReceiveIsRefusedAndNoValueIsEchoed) {
+  const std::string fits = "A=" + std::string(131071 - 2, 'x');
+  EXPECT_TRUE(parse_env_assignment(fits).ok());
+  auto big = parse_env_assignment("BIG=" + std::string(300000, 'x'));
+  ASSERT_FALSE(big.ok());
+  EXPECT_NE(big.error().message.find("BIG=" + std::string(32, 'x') + "... is 300004 bytes"),
+            std::string::npos)
+      << big.error().message.substr(0, 200);
+  EXPECT_LT(big.error().message.size(), 200u);
+  auto bad_name = parse_env_assignment("1TOKEN=hunter2");
+  ASSERT_FALSE(bad_name.ok());
+  EXPECT_EQ(bad_name.error().message.find("hunter2"), std::string::npos)
+      << bad_name.error().message;
+}
+
 TEST(FormatUsd, CentsAndSubCent) {
   EXPECT_EQ(format_usd(499.2), "$499.20");
   EXPECT_EQ(format_usd(0.0012), "$0.0012");
