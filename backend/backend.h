@@ -61,6 +61,9 @@ struct Event {
     kWoken,     // wake_fd became readable first
     kTampered,  // something killed or stopped one of nodus's own enforcers; `why` says what.
                 // The backend has killed the job (or is killing it): kExited follows
+    kQueued,    // the job waits in the cluster's queue (Slurm: PENDING, before it ran or after a
+                // requeue); `why` is the scheduler's reason (Resources, JobHeldUser, ...). Sent
+                // when the reason changes
   };
   Kind kind = Kind::kDeadline;
   double started_at = 0;

@@ -337,6 +337,24 @@ int Supervisor::run(JobRecord& job, const SuperviseRun& run) {
         control.on_exit(std::min(Clock::now(), steady_at(latest_end(outcome))));
       break;
     }
+    if (event->kind == backend::Event::Kind::kQueued) {
+      // Queued before its first run: ps and show say "waiting", not "starting" (a requeued
+      // job's runs so far are billed by the backend's refresh). A hold, which no amount of
+      // waiting ends, is said once, with what releases it.
+      bool changed = false;
+      if (!job.started_at && job.state != JobState::kWaiting) {
+        job.state = JobState::kWaiting;
+        changed = true;
+      }
+      if (event->why.find("Held") != std::string::npos) {
+        std::string held = "Slurm holds job " + job.backend_id + " in its queue (" + event->why +
+                           "); it starts once released (scontrol release " + job.backend_id + ")";
+        note(run.attach, held);
+        add_note(job, held);
+        changed = true;
+      }
+      if (changed) record(job, run.attach);
+    }
     if (event->kind == backend::Event::Kind::kStarted) {
       job.started_at = event->started_at;
       job.state = JobState::kRunning;

@@ -100,6 +100,7 @@ class SlurmBackend final : public Backend {
     std::optional<SlurmJob> final_record;  // seen, not yet reported (kStarted went first)
     bool outage_reported = false;          // the current outage was reported once already
     std::optional<Clock::time_point> check_duplicates_until;  // after a submit answer was lost
+    std::optional<std::string> queue_reason;  // the last kQueued reported (none while running)
     Clock::time_point next_duplicate_check{};
   };
 
@@ -393,6 +394,14 @@ Result<Event> SlurmBackend::wait(JobRecord& job, SteadyTime deadline, int wake_f
                                   "', not nodus job " + std::to_string(job.id) +
                                   " (was the cluster's state reset?)");
         Phase phase = phase_of(r->state);
+        if (phase == Phase::kQueued && w.queue_reason != r->state_reason) {
+          w.queue_reason = r->state_reason;
+          w.next_poll = now + w.interval;
+          Event e = event_of(Event::Kind::kQueued);
+          e.why = r->state_reason.empty() ? "None" : r->state_reason;
+          return e;
+        }
+        if (phase != Phase::kQueued) w.queue_reason.reset();
         if (phase != Phase::kQueued && !job.started_at && r->start_time > 0) {
           job.started_at = r->start_time;
           if (phase == Phase::kFinal) w.final_record = *r;

@@ -261,6 +261,68 @@ TEST(SlurmCli, SweepRunsEveryCellOnTheCluster) {
   }
 }
 
+// Issue 30 case 8: a 50-cell sweep of `sleep 2`, each cell capped, recorded 50 of 50 cost-cap
+// and "failed, 0 done" while Slurm had 43 COMPLETED 0:0. Every cell that Slurm records
+// COMPLETED is completed in nodus, and the sweep with them.
+TEST(SlurmCli, FiftyShortCappedCellsAreRecordedAsSlurmRecordsThem) {
+  REQUIRE_SLURM_CLUSTER();
+  JobDir dir;
+  Nodus nodus(dir);
+  const double rate = (*billing::Catalog::builtin().lookup("H100"))->usd_per_gpu_hour;
+  char cap[32];
+  // 12 s of one H100 per cell: SIGTERM at about 9.5 s, far past the 2 s each cell sleeps.
+  std::snprintf(cap, sizeof cap, "%.6f", rate * 12 / 3600);
+  std::string values;
+  for (int i = 1; i <= 50; ++i) values += (i > 1 ? "," : "") + std::to_string(i);
+  auto r = nodus.run({"sweep", "--param", "x=" + values, "--parallel", "10", "--gpu", "H100:1",
+                      "--max-cost", cap, "--grace", "1s", "--format", "json", "--", "sleep", "2"});
+  auto ps = nlohmann::json::parse(nodus.run({"ps", "-a", "--format", "json"}).out);
+  ASSERT_EQ(ps.size(), 50u) << r.err;
+  std::map<std::string, int> states;
+  for (const auto& row : ps) states[row["state"].get<std::string>()]++;
+  EXPECT_EQ(states["completed"], 50) << nlohmann::json(states).dump() << "\n" << r.err;
+  EXPECT_EQ(r.rc, 0) << r.err;
+}
+
+// Issue 30 case 8: a job Slurm holds in its queue showed "starting" for as long as the hold
+// lasted. Queued, it is "waiting"; held, its note says so and what releases it.
+TEST(SlurmCli, AHeldJobIsWaitingAndSaysWhatReleasesIt) {
+  REQUIRE_SLURM_CLUSTER();
+  JobDir dir;
+  Nodus nodus(dir);
+  // Every H100 of the node busy, so the next job queues and can be held before it starts.
+  ASSERT_EQ(nodus.run({"run", "-d", "--gpu", "H100:4", "--", "sleep", "120"}).rc, 0);
+  auto state_of = [&](const std::string& id) {
+    auto job = nodus.show(id);
+    return job.is_object() ? job.value("state", std::string()) : std::string();
+  };
+  for (int i = 0; i < 300 && state_of("1") != "running"; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  ASSERT_EQ(state_of("1"), "running");
+  ASSERT_EQ(nodus.run({"run", "-d", "--gpu", "H100:1", "--", "true"}).rc, 0);
+  std::string slurm_id;
+  for (int i = 0; i < 200 && slurm_id.empty(); ++i) {
+    slurm_id = nodus.show("2").value("backend_id", std::string());
+    if (slurm_id.empty()) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  ASSERT_FALSE(slurm_id.empty());
+  ASSERT_EQ(slurm_command("scontrol hold " + slurm_id), 0);
+  nlohmann::json held;
+  for (int i = 0; i < 200; ++i) {
+    held = nodus.show("2");
+    if (held.value("note", std::string()).find("holds job") != std::string::npos) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  EXPECT_EQ(held["state"], "waiting") << held.dump();
+  EXPECT_NE(held["note"].get<std::string>().find("scontrol release " + slurm_id), std::string::npos)
+      << held.dump();
+  auto ps = nodus.run({"ps", "--format", "json"});
+  EXPECT_NE(ps.out.find("\"waiting\""), std::string::npos) << ps.out;
+  EXPECT_EQ(ps.out.find("\"starting\""), std::string::npos) << ps.out;
+  (void)slurm_command("scontrol release " + slurm_id);
+  EXPECT_EQ(nodus.run({"stop", "1", "2"}).rc, 0);
+}
+
 // Issue 19 case 9: the job runs as slurmrestd's user, not as this test's (root), and cannot write
 // into the submitter's 0700 NODUS_HOME; its NODUS_METRICS is a file of its own in the shared
 // workdir that nodus reads, so the sweep still ranks its cells by throughput.
