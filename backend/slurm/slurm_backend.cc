@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cmath>
 #include <cstdio>
 #include <ctime>
 #include <map>
@@ -65,6 +66,22 @@ const SlurmJob* record_of(const std::vector<SlurmJob>& records, int64_t id) {
   for (const auto& r : records)
     if (r.job_id == id) return &r;
   return nullptr;
+}
+
+// Whether Slurm's record `r` (found by the job's id) is this nodus job. The name nodus gave it
+// says so, but the job can rename itself (`scontrol update name=...`); its output file, which
+// Slurm does not let a running job change, still names it; and where a record carries neither
+// (accounting), a submit within two minutes of the job's creation. What the name check is for
+// stays: an id that is another job's after the cluster's state was reset.
+bool same_job(const SlurmJob& r, const JobRecord& job, const std::string& expected_name) {
+  if (r.name.empty() || r.name == expected_name) return true;
+  if (!r.standard_output.empty()) return r.standard_output == job.log_path;
+  return r.submit_time > 0 && std::fabs(r.submit_time - job.created_at) <= 120;
+}
+
+// Said once in the job's note when it no longer bears the name nodus gave it.
+std::string renamed_note(const SlurmJob& r) {
+  return "the job renamed itself in Slurm to '" + r.name + "'";
 }
 
 double cost_of(const JobRecord& job, double seconds) {
@@ -305,7 +322,7 @@ Result<std::vector<SlurmJob>> SlurmBackend::accounted_runs(RestClient& rest, con
   const std::string name = slurm_job_name(job, rest.settings());
   std::vector<SlurmJob> ours;
   for (auto& r : **runs)
-    if (r.job_id == id && (r.name.empty() || r.name == name)) ours.push_back(std::move(r));
+    if (r.job_id == id && same_job(r, job, name)) ours.push_back(std::move(r));
   return ours;
 }
 
@@ -389,7 +406,7 @@ Result<Event> SlurmBackend::wait(JobRecord& job, SteadyTime deadline, int wake_f
           return Error::permanent("Slurm no longer knows job " + std::to_string(**id) +
                                   " (it ended more than MinJobAge ago, or the cluster was reset)");
         }
-        if (!r->name.empty() && r->name != expected_name)
+        if (!same_job(*r, job, expected_name))
           return Error::permanent("Slurm job " + std::to_string(**id) + " is '" + r->name +
                                   "', not nodus job " + std::to_string(job.id) +
                                   " (was the cluster's state reset?)");
@@ -564,8 +581,9 @@ Result<bool> SlurmBackend::refresh(JobRecord& job) {
   auto records = (*rest)->job(**id);
   if (!records) return records.error();
   const SlurmJob* r = record_of(*records, **id);
+  if (r != nullptr && !same_job(*r, job, slurm_job_name(job, (*rest)->settings()))) r = nullptr;
   if (r != nullptr && !r->name.empty() && r->name != slurm_job_name(job, (*rest)->settings()))
-    r = nullptr;  // the id is another job's now: the cluster's state was reset
+    add_note(job, renamed_note(*r));  // the id is another job's now: the cluster's state was reset
   // Slurm's accounting: every run (a requeued job's earlier ones), and the job itself once
   // slurmctld forgot it. A slurmdbd that does not answer leaves the bill to slurmctld's record.
   auto accounted = accounted_runs(**rest, job, **id);

@@ -594,6 +594,43 @@ TEST(SlurmEnforce, AJobThatEndedBeforeItsTermIsCompletedHoweverLateItsEndIsSeen)
   EXPECT_EQ(WEXITSTATUS(status), 0) << slurp(nodus.err_path());
 }
 
+// Issue 30 case 7: a job that renames itself in Slurm (`scontrol update name=...`) with its
+// supervisor gone was recorded "lost, $0.00" for a 3 s run: nodus took the renamed record for
+// another job's. Its output file still names it: it is billed for what it ran and completed.
+TEST(SlurmEnforce, AJobThatRenamesItselfIsStillFoundAndBilled) {
+  REQUIRE_SLURM_CLUSTER();
+  JobDir dir;
+  Nodus nodus(dir);
+  auto rest = cluster_client(cluster_settings(dir));
+  pid_t pid =
+      nodus.start({"run", "--gpu", "H100:1", "--timeout", "60s", "--", "bash", "-c",
+                   "scontrol update jobid=$SLURM_JOB_ID name=not-nodus && echo renamed; sleep 3"});
+  ASSERT_TRUE(
+      eventually([&] { return slurp(nodus.out_path()).find("renamed") != std::string::npos; }, 30))
+      << slurp(nodus.err_path());
+  int64_t id = slurm_id_of(nodus, "1");
+  ASSERT_GT(id, 0);
+  ::kill(-pid, SIGKILL);
+  waitpid(pid, nullptr, 0);
+  auto end = poll_until(*rest, id, ended, 30);
+  ASSERT_TRUE(end);
+  ASSERT_EQ(end->name, "not-nodus");
+  nlohmann::json row;
+  ASSERT_TRUE(eventually(
+      [&] {
+        auto ps = nodus.ps();
+        row = ps.is_array() && !ps.empty() ? ps.at(0) : nlohmann::json();
+        return row.is_object() && row["state"] != "running";
+      },
+      20));
+  auto job = nodus.show("1");
+  EXPECT_EQ(job["state"], "completed") << job.dump();
+  const double ran = end->end_time - end->start_time;
+  EXPECT_NEAR(job["cost_usd"].get<double>(), billing::cost_usd(1, h100_rate(), ran), 1e-9)
+      << job.dump();
+  EXPECT_NE(job["note"].get<std::string>().find("renamed itself"), std::string::npos) << job.dump();
+}
+
 // Case 2: slurmrestd stopped (SIGSTOP) while nodus submits: the POST times out, nodus must not
 // send another before Slurm answers whether it has the job; when slurmrestd resumes, exactly one
 // Slurm job exists for the one nodus job, and it ran.
