@@ -143,6 +143,11 @@ TEST(SlurmBackendWait, WakeFdEndsTheWaitAtOnce) {
   int fds[2];
   ASSERT_EQ(pipe(fds), 0);
   auto t0 = Clock::now();
+  // The queue's reason comes first, once; then the wait goes on to its deadline.
+  auto queued = rig.backend->wait(job, t0 + milliseconds(300), fds[0]);
+  ASSERT_TRUE(queued.ok());
+  EXPECT_EQ(queued->kind, Event::Kind::kQueued);
+  EXPECT_EQ(queued->why, "JobHeldUser");
   auto waiting = rig.backend->wait(job, t0 + milliseconds(300), fds[0]);
   ASSERT_TRUE(waiting.ok());
   EXPECT_EQ(waiting->kind, Event::Kind::kDeadline);
@@ -164,6 +169,9 @@ TEST(SlurmBackendWait, NeverWaitsPastTheDeadline) {
     return reply(200, as_job("job_pending.json", job, 4));
   };
   auto deadline = Clock::now() + milliseconds(250);
+  auto queued = rig.backend->wait(job, deadline, -1);  // the queue's reason, once
+  ASSERT_TRUE(queued.ok());
+  EXPECT_EQ(queued->kind, Event::Kind::kQueued);
   auto r = rig.backend->wait(job, deadline, -1);
   ASSERT_TRUE(r.ok());
   EXPECT_EQ(r->kind, Event::Kind::kDeadline);
