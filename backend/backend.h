@@ -48,6 +48,12 @@ struct Outcome {
   // The cluster's own record says the job completed (Slurm: COMPLETED, exit 0): what sacct says
   // stands, whatever stop nodus planned or sent as it ended.
   bool completed_by_record = false;
+  // Set when the cluster's own limit ended the job, not one of nodus's (Slurm: TIMEOUT under a
+  // time limit an administrator lowered after submit): what happened, for the record.
+  std::string stopped_by_cluster;
+  // Why the bill is not the cluster's own figure, when it is not (Slurm: a job killed while
+  // suspended is billed to its kill, not to its suspension), for the record.
+  std::string billing_note;
   // Set when the job died because one of nodus's enforcers was attacked (a stopped supervisor
   // whose sentinel then killed the job): what happened, for the record.
   std::string tampered;

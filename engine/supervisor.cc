@@ -59,14 +59,25 @@ void add_note(JobRecord& job, const std::string& line) {
 // ends inside it unless the kill itself was late (a loaded machine, a cap smaller than starting
 // a process takes): then the bill is still what ran, and the record says by how much it went
 // past the cap, never a figure made to fit it.
-double billed_cost(JobRecord& job, std::optional<double> budget_cap, double seconds) {
+// A cluster's record (Slurm: whole seconds, the end stamped when slurmctld hears of it, late
+// when slurmctld was down) says when the job's allocation ended, not when its processes did: the
+// note says whose figure it is.
+double billed_cost(JobRecord& job, std::optional<double> budget_cap, double seconds,
+                   bool cluster_record) {
   double cost = billing::cost_usd(job.gpu_count, job.rate_per_gpu_hour, seconds);
   std::optional<double> cap = effective_cap(job.max_cost, budget_cap);
   if (cap && cost > *cap) {
-    char buf[200];
-    std::snprintf(buf, sizeof buf, "ran %.0f ms past its cap: billed %s for all it ran, %s over",
-                  (cost - *cap) / std::max(1e-300, cost) * seconds * 1000, format_usd(cost).c_str(),
-                  format_usd(cost - *cap).c_str());
+    const double past_ms = (cost - *cap) / std::max(1e-300, cost) * seconds * 1000;
+    char buf[300];
+    if (cluster_record)
+      std::snprintf(buf, sizeof buf,
+                    "Slurm records its end %.0f s past its cap (slurmctld's end, in whole "
+                    "seconds, stamped when it hears of the end): billed %s for all Slurm "
+                    "records, %s over",
+                    past_ms / 1000, format_usd(cost).c_str(), format_usd(cost - *cap).c_str());
+    else
+      std::snprintf(buf, sizeof buf, "ran %.0f ms past its cap: billed %s for all it ran, %s over",
+                    past_ms, format_usd(cost).c_str(), format_usd(cost - *cap).c_str());
     add_note(job, buf);
   }
   return cost;
@@ -419,7 +430,9 @@ int Supervisor::run(JobRecord& job, const SuperviseRun& run) {
   job.ended_at = outcome.ended_at;
   job.cost = billed_cost(
       job, run.options.budget_cap,
-      outcome.billed_seconds.value_or(std::max(0.0, outcome.ended_at - outcome.started_at)));
+      outcome.billed_seconds.value_or(std::max(0.0, outcome.ended_at - outcome.started_at)),
+      outcome.whole_seconds);
+  if (!outcome.billing_note.empty()) add_note(job, outcome.billing_note);
   job.signal = outcome.signal;
   auto reason = control.reason();
   // A job that ended by itself before nodus's first SIGTERM went out keeps its own outcome,
@@ -441,6 +454,11 @@ int Supervisor::run(JobRecord& job, const SuperviseRun& run) {
   }
   if (reason) {
     job.state = *reason;
+  } else if (!outcome.stopped_by_cluster.empty()) {
+    // The cluster's own limit, not the job and not nodus: a timeout, with what set it.
+    add_note(job, outcome.stopped_by_cluster);
+    note(run.attach, outcome.stopped_by_cluster);
+    job.state = JobState::kTimeout;
   } else {
     job.state = outcome.exit_code == 0 ? JobState::kCompleted : JobState::kFailed;
   }

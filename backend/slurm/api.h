@@ -36,9 +36,12 @@ struct SlurmJob {
   std::string user_name;
   std::string state;  // job_state as Slurm writes it: PENDING, RUNNING, COMPLETED, ...
   std::string state_reason;
-  double submit_time = 0;          // unix seconds; 0 = not set
-  double start_time = 0;           // while PENDING: 0 or the scheduler's estimate
-  double end_time = 0;             // while RUNNING: the time limit's end
+  double submit_time = 0;  // unix seconds; 0 = not set
+  double start_time = 0;   // while PENDING: 0 or the scheduler's estimate
+  double end_time = 0;     // while RUNNING: the time limit's end
+  // The last suspend or resume (unix seconds; 0 = never). A job killed while SUSPENDED has
+  // end_time == suspend_time: slurmctld records its end at its suspension.
+  double suspend_time = 0;
   int64_t exit_code = 0;           // the raw wait status of the batch script (768 = exit 3)
   int64_t time_limit_minutes = 0;  // 0 = none given (the partition's)
   int64_t array_job_id = 0;

@@ -66,6 +66,10 @@ class ApiV0038 : public SlurmApi {
         {"name", r.name},
         {"current_working_directory", r.working_dir},
         {"standard_output", r.output_path},
+        // Every run of a requeued job adds to its output, as a follower of it expects: with
+        // Slurm's default (truncate) a second run overwrites the first, and one no longer than
+        // it goes unseen.
+        {"open_mode", "append"},
         {"environment", json(r.env)},
     };
     if (r.time_limit_minutes) job["time_limit"] = *r.time_limit_minutes;
@@ -106,6 +110,7 @@ class ApiV0038 : public SlurmApi {
       s.submit_time = number_or_zero(r, "submit_time");
       s.start_time = number_or_zero(r, "start_time");
       s.end_time = number_or_zero(r, "end_time");
+      s.suspend_time = number_or_zero(r, "suspend_time");
       s.exit_code = static_cast<int64_t>(number_or_zero(r, "exit_code"));
       s.time_limit_minutes = static_cast<int64_t>(number_or_zero(r, "time_limit"));
       s.array_job_id = static_cast<int64_t>(number_or_zero(r, "array_job_id"));

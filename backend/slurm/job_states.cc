@@ -4,8 +4,10 @@
 #include <array>
 #include <cmath>
 #include <csignal>
+#include <cstdio>
 #include <utility>
 
+#include "backend/slurm/job_script.h"
 #include "billing/catalog.h"
 #include "billing/stop_plan.h"
 #include "core/error.h"
@@ -59,6 +61,7 @@ JobState final_state_of(const SlurmJob& slurm, const JobRecord& job) {
   const std::string& s = slurm.state;
   if (s == "COMPLETED") return JobState::kCompleted;
   if (s == "TIMEOUT") {
+    if (!stopped_by_time_limit(slurm, job).empty()) return JobState::kTimeout;
     double timeout = job.timeout_ms ? *job.timeout_ms / 1000.0 : INFINITY;
     double cap = job.max_cost && job.gpu_count > 0
                      ? billing::cap_seconds(*job.max_cost, job.gpu_count, job.rate_per_gpu_hour)
@@ -77,6 +80,29 @@ JobState final_state_of(const SlurmJob& slurm, const JobRecord& job) {
   }
   if (s == "CANCELLED") return JobState::kStopped;
   return JobState::kFailed;
+}
+
+std::string stopped_by_time_limit(const SlurmJob& slurm, const JobRecord& job) {
+  if (slurm.state != "TIMEOUT" || slurm.start_time <= 0 || slurm.end_time < slurm.start_time)
+    return "";
+  const double ran = slurm.end_time - slurm.start_time;
+  auto plan = billing::plan_stop(job);
+  // Whole seconds: a run that reached the plan's TERM may read a second short of it.
+  if (plan && ran >= plan->term_after.count() - 1) return "";
+  char ran_text[32];
+  std::snprintf(ran_text, sizeof ran_text, "%.0f s", ran);
+  std::string limit = slurm.time_limit_minutes > 0
+                          ? std::to_string(slurm.time_limit_minutes) + " min"
+                          : std::string("the partition's");
+  std::string s = "Slurm's own time limit (" + limit + ") ended it after " + ran_text +
+                  ", before nodus's deadline";
+  if (auto submitted = time_limit_minutes(job)) {
+    s += " (submitted with " + std::to_string(*submitted) +
+         " min): the limit was lowered after submit (scontrol update)";
+  } else {
+    s += ": the job had none, so the cluster's limit applied";
+  }
+  return s;
 }
 
 std::vector<RunSegment> run_segments(const std::vector<SlurmJob>& accounted,

@@ -38,6 +38,12 @@ Outcome outcome_of(const SlurmJob& job);
 // job's cost cap came before its timeout (Slurm's limit was the cap's), CANCELLED kStopped.
 JobState final_state_of(const SlurmJob& slurm, const JobRecord& job);
 
+// When Slurm's own time limit ended the job (TIMEOUT) before the TERM moment of nodus's plan
+// (an administrator lowered the limit after submit: `scontrol update timelimit=` or endtime=),
+// what happened, in a sentence for the job's note; else "". A TIMEOUT at or after that moment is
+// the plan's (the limit nodus submitted is the plan's KILL, rounded up to a minute).
+std::string stopped_by_time_limit(const SlurmJob& slurm, const JobRecord& job);
+
 // One stretch of time a job held its resources: a run of it on a node.
 struct RunSegment {
   double start = 0;

@@ -119,10 +119,15 @@ class SlurmBackend final : public Backend {
     std::optional<Clock::time_point> check_duplicates_until;  // after a submit answer was lost
     std::optional<std::string> queue_reason;  // the last kQueued reported (none while running)
     Clock::time_point next_duplicate_check{};
+    bool suspended = false;    // the last record seen before the final one was SUSPENDED
+    double kill_sent_at = 0;   // when nodus's first cancel of the job was sent (unix seconds)
+    double final_seen_at = 0;  // when the final record was first seen (unix seconds)
   };
 
   Result<RestClient*> client();
   Watch& watch_for(const JobRecord& job);
+  // Stamps the moment nodus's first cancel of a job it watches went through.
+  void note_kill_sent(const JobRecord& job);
   // The job's Slurm id: backend_id, or (when a crash came between insert and submit) the id of
   // the Slurm job with its name. nullopt when Slurm has no such job.
   Result<std::optional<int64_t>> slurm_id(RestClient& rest, JobRecord& job);
@@ -340,6 +345,7 @@ bool SlurmBackend::bill_from_accounting(JobRecord& job, const std::vector<SlurmJ
                   : job.state == JobState::kTimeout ? exit_code::kTimeout
                                                     : o.exit_code;
   job.cost = cost_of(job, total_seconds(segments));
+  if (auto why = stopped_by_time_limit(last, job); !why.empty()) add_note(job, why);
   add_note(job, "billed from Slurm's accounting (slurmctld no longer knows the job)");
   return true;
 }
@@ -349,11 +355,33 @@ Event SlurmBackend::exited(JobRecord& job, Watch& watch, RestClient& rest, int64
   Event e;
   e.kind = Event::Kind::kExited;
   e.outcome = outcome_of(*watch.final_record);
+  e.outcome.stopped_by_cluster = stopped_by_time_limit(*watch.final_record, job);
   // Every run is billed: a requeued job's earlier runs are in accounting only. Without it (or
   // while slurmdbd does not answer) the run slurmctld holds is the bill.
   auto runs = accounted_runs(rest, job, id, /*retry=*/false);
   auto segments =
       run_segments(runs ? *runs : std::vector<SlurmJob>{}, &*watch.final_record, unix_now());
+  // Killed while SUSPENDED: slurmctld records its end at its suspension, but a suspended job
+  // keeps its GPUs (Slurm frees only its cores) until it ends: held until nodus's cancel, or
+  // until nodus saw it end when someone else cancelled it.
+  const SlurmJob& last = *watch.final_record;
+  if (watch.suspended && !segments.empty() && last.end_time > 0 &&
+      std::fabs(last.end_time - last.suspend_time) < 1) {
+    double held_until = watch.kill_sent_at > 0 ? watch.kill_sent_at : watch.final_seen_at;
+    if (held_until > segments.back().end + 1) {
+      char line[400];
+      std::snprintf(line, sizeof line,
+                    "ended while suspended: Slurm records its end at its suspension, %.0f s "
+                    "before %s, but a suspended job keeps its GPUs until it ends: billed to %s",
+                    held_until - segments.back().end,
+                    watch.kill_sent_at > 0 ? "nodus cancelled it" : "nodus saw it end",
+                    watch.kill_sent_at > 0 ? "the cancel" : "then (within a poll of its end)");
+      e.outcome.billing_note = line;
+      segments.back().end = held_until;
+      e.outcome.ended_at = held_until;
+      e.outcome.whole_seconds = false;
+    }
+  }
   if (!segments.empty()) {
     e.outcome.started_at = segments.front().start;
     e.outcome.billed_seconds = total_seconds(segments);
@@ -411,6 +439,8 @@ Result<Event> SlurmBackend::wait(JobRecord& job, SteadyTime deadline, int wake_f
                                   "', not nodus job " + std::to_string(job.id) +
                                   " (was the cluster's state reset?)");
         Phase phase = phase_of(r->state);
+        if (phase != Phase::kFinal) w.suspended = r->state == "SUSPENDED";
+        if (phase == Phase::kFinal && w.final_seen_at == 0) w.final_seen_at = unix_now();
         if (phase == Phase::kQueued && w.queue_reason != r->state_reason) {
           w.queue_reason = r->state_reason;
           w.next_poll = now + w.interval;
@@ -505,6 +535,11 @@ Error SlurmBackend::token_rejected(const RestClient& rest, int64_t id) {
   return *token_rejected_;
 }
 
+void SlurmBackend::note_kill_sent(const JobRecord& job) {
+  if (auto w = watches_.find(job.id); w != watches_.end() && w->second.kill_sent_at == 0)
+    w->second.kill_sent_at = unix_now();
+}
+
 Result<void> SlurmBackend::cancel_until_gone(RestClient& rest, JobRecord& job, int64_t id) {
   if (token_rejected_) return *token_rejected_;
   const auto give_up = Clock::now() + timing_.lost_after;
@@ -525,7 +560,10 @@ Result<void> SlurmBackend::cancel_until_gone(RestClient& rest, JobRecord& job, i
       // meanwhile. Marked only once Slurm accepted it.
       if (!killed && phase_of(r->state) == Phase::kRunning) {
         auto sent = rest.cancel(std::to_string(id), "KILL");
-        if (sent) killed = true;
+        if (sent) {
+          killed = true;
+          note_kill_sent(job);
+        }
       }
     } else if (rest.auth_refused() && cancelled) {
       return token_rejected(rest, id);  // the cancel went through; its end cannot be asked
@@ -534,16 +572,18 @@ Result<void> SlurmBackend::cancel_until_gone(RestClient& rest, JobRecord& job, i
     }
     if (!cancelled) {
       auto sent = rest.cancel(std::to_string(id));
-      if (sent)
+      if (sent) {
         cancelled = true;
-      else if (rest.auth_refused())
+        note_kill_sent(job);
+      } else if (rest.auth_refused()) {
         return token_rejected(rest, id);
-      else if (!sent.error().retryable())
+      } else if (!sent.error().retryable()) {
         return Error{sent.error().kind,
                      "cannot cancel Slurm job " + job.backend_id + ": " + sent.error().message,
                      125};
-      else
+      } else {
         last_error = sent.error().message;
+      }
     }
     if (Clock::now() >= give_up)
       return Error::retryable("cannot cancel Slurm job " + job.backend_id + ": " + last_error);
@@ -626,6 +666,7 @@ Result<bool> SlurmBackend::refresh(JobRecord& job) {
                                                         : o.exit_code;
       job.cost =
           cost_of(job, segments.empty() ? o.ended_at - o.started_at : total_seconds(segments));
+      if (auto why = stopped_by_time_limit(*r, job); !why.empty()) add_note(job, why);
       break;
     }
   }

@@ -118,6 +118,7 @@ TEST(SlurmApiV0038, SubmitBodyHasWhatSlurmNeedsAndNothingElse) {
   EXPECT_EQ(job["standard_output"], "/w/nodus-1-2.out");
   EXPECT_TRUE(job["environment"].is_object());
   EXPECT_EQ(job["environment"]["NODUS_JOB_ID"], "1");
+  EXPECT_EQ(job["open_mode"], "append");  // a requeued job's next run adds to its output
   // Unset options are left out: slurmrestd rejects unknown keys and nulls would be one.
   for (const char* key : {"time_limit", "gres", "container", "partition", "array"})
     EXPECT_FALSE(job.contains(key)) << key;

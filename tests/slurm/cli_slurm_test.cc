@@ -52,8 +52,9 @@ class Nodus {
   // instead of filling the disk.
   void limit_file_size(rlim_t bytes) { fsize_limit_ = bytes; }
 
-  // Starts nodus with `args`; its stdout and stderr go to files in the test's folder.
-  pid_t start(const std::vector<std::string>& args) const {
+  // Starts nodus with `args`; its stdout and stderr go to files in the test's folder: cli.out
+  // and cli.err, or `<as>.out` and `<as>.err` (a run that other commands run beside).
+  pid_t start(const std::vector<std::string>& args, const std::string& as = "cli") const {
     pid_t pid = fork();
     if (pid == 0) {
       if (fsize_limit_ > 0) {
@@ -63,8 +64,8 @@ class Nodus {
       for (const auto& [k, v] : env_) setenv(k.c_str(), v.c_str(), 1);
       if (!env_.count("SLURM_JWT")) unsetenv("SLURM_JWT");
       if (chdir(dir_.path().c_str()) != 0) _exit(126);
-      int o = open(out_path().c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-      int e = open(err_path().c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+      int o = open((dir_.path() + "/" + as + ".out").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+      int e = open((dir_.path() + "/" + as + ".err").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
       int n = open("/dev/null", O_RDONLY);
       dup2(n, 0);
       dup2(o, 1);
@@ -321,6 +322,44 @@ TEST(SlurmCli, AHeldJobIsWaitingAndSaysWhatReleasesIt) {
   EXPECT_EQ(ps.out.find("\"starting\""), std::string::npos) << ps.out;
   (void)slurm_command("scontrol release " + slurm_id);
   EXPECT_EQ(nodus.run({"stop", "1", "2"}).rc, 0);
+}
+
+// Waits (up to 30 s) for nodus job `id` to run on the cluster; returns its Slurm id, or "".
+std::string running_slurm_id(const Nodus& nodus, const std::string& id) {
+  for (int i = 0; i < 300; ++i) {
+    auto shown = nodus.run({"show", id, "--format", "json"});  // unknown until it is stored
+    auto job = nlohmann::json::parse(shown.out, nullptr, false);
+    if (shown.rc == 0 && job.is_object() && job.value("state", std::string()) == "running" &&
+        !job.value("backend_id", std::string()).empty())
+      return job["backend_id"].get<std::string>();
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  return "";
+}
+
+// Issue 30 case 8: an administrator lowers a running job's time limit (scontrol update
+// timelimit=1) under nodus's 10-minute timeout; Slurm ends it at a minute. Before: "failed, exit
+// 124" and no word of why. Now a timeout, whose note names Slurm's limit and the change.
+TEST(SlurmCli, AnAdminLoweredTimeLimitIsATimeoutThatSaysWhose) {
+  REQUIRE_SLURM_CLUSTER();
+  JobDir dir;
+  Nodus nodus(dir);
+  pid_t pid = nodus.start({"run", "--timeout", "10m", "--", "sleep", "600"}, "attached");
+  std::string slurm_id = running_slurm_id(nodus, "1");
+  ASSERT_FALSE(slurm_id.empty());
+  ASSERT_EQ(slurm_command("scontrol update jobid=" + slurm_id + " timelimit=1"), 0);
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 124) << status;
+  auto job = nodus.show("1");
+  EXPECT_EQ(job["state"], "timeout") << job.dump();
+  EXPECT_EQ(job["exit_code"], 124) << job.dump();
+  const std::string note = job.value("note", std::string());
+  EXPECT_NE(note.find("Slurm's own time limit (1 min)"), std::string::npos) << note;
+  EXPECT_NE(note.find("submitted with 11 min): the limit was lowered after submit"),
+            std::string::npos)
+      << note;
+  EXPECT_NE(dir.read("attached.err").find("Slurm's own time limit"), std::string::npos);
 }
 
 // Issue 19 case 9: the job runs as slurmrestd's user, not as this test's (root), and cannot write

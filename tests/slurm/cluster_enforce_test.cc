@@ -17,6 +17,7 @@
 #include <cstdio>
 #include <fstream>
 #include <map>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <thread>
@@ -592,6 +593,73 @@ TEST(SlurmEnforce, AJobThatEndedBeforeItsTermIsCompletedHoweverLateItsEndIsSeen)
   EXPECT_EQ(job["exit_code"], 0) << job.dump();
   ASSERT_TRUE(WIFEXITED(status));
   EXPECT_EQ(WEXITSTATUS(status), 0) << slurp(nodus.err_path());
+}
+
+// Issue 30 case 8: slurmctld stops (SIGSTOP) from 1 s into a 4 s cap until 14 s. The node's
+// enforcer ends the job at its deadline, but slurmctld stamps the end when it hears of it, past
+// the cap. Before: the note said the job "ran 11000 ms past its cap", which it did not. Now it says
+// whose end it is: Slurm's record, billed as Slurm records it.
+TEST(SlurmEnforce, WithSlurmctldDownTheNoteSaysTheLateEndIsSlurmsRecord) {
+  REQUIRE_SLURM_CLUSTER();
+  JobDir dir;
+  Nodus nodus(dir);
+  auto rest = cluster_client(cluster_settings(dir));
+  double cap = h100_rate() * 4 / 3600;
+  pid_t pid = nodus.start({"run", "--gpu", "H100:1", "--max-cost", usd(cap), "--grace", "1s", "--",
+                           "bash", "-c", "echo started; sleep 300"});
+  ASSERT_TRUE(
+      eventually([&] { return slurp(nodus.out_path()).find("started") != std::string::npos; }, 30));
+  pid_t ctld = 0;
+  const char* dev = std::getenv("NODUS_SLURM_DEV_DIR");
+  std::ifstream(std::string(dev && *dev ? dev : "/tmp/nodus-slurm") + "/run/slurmctld.pid") >> ctld;
+  ASSERT_GT(ctld, 0);
+  {
+    // Resumed however this block is left: the next tests need slurmctld.
+    std::unique_ptr<pid_t, void (*)(pid_t*)> stopped(&ctld, [](pid_t* p) { ::kill(*p, SIGCONT); });
+    ASSERT_EQ(::kill(ctld, SIGSTOP), 0);
+    std::this_thread::sleep_for(std::chrono::seconds(13));
+  }
+  int status = 0;
+  ASSERT_TRUE(eventually([&] { return waitpid(pid, &status, WNOHANG) == pid; }, 120))
+      << slurp(nodus.err_path());
+  auto job = nodus.show("1");
+  const std::string note = job.value("note", std::string());
+  EXPECT_EQ(job["state"], "cost-cap") << job.dump();
+  EXPECT_NE(note.find("Slurm records its end"), std::string::npos) << note;
+  EXPECT_EQ(note.find("ms past its cap"), std::string::npos) << note;
+  std::printf("issue 30 case 8: slurmctld stopped 13 s: %s\n", note.c_str());
+}
+
+// Issue 30 case 8: an administrator suspends the job (scontrol suspend) 1 s in; nodus stops it at
+// its 8 s cap. slurmctld records the end of a job killed while suspended at its suspension, but
+// the job held its GPU until the kill (Slurm frees a suspended job's cores, not its GRES). Before:
+// billed to the suspension, about 1 s. Now to the kill, with a note.
+TEST(SlurmEnforce, ASuspendedJobIsBilledUntilItEndsNotUntilItsSuspension) {
+  REQUIRE_SLURM_CLUSTER();
+  JobDir dir;
+  Nodus nodus(dir);
+  const double rate = h100_rate();
+  const double cap = rate * 8 / 3600;
+  pid_t pid = nodus.start({"run", "--gpu", "H100:1", "--max-cost", usd(cap), "--grace", "1s", "--",
+                           "bash", "-c", "echo started; sleep 300"});
+  ASSERT_TRUE(
+      eventually([&] { return slurp(nodus.out_path()).find("started") != std::string::npos; }, 30));
+  const int64_t id = slurm_id_of(nodus, "1");
+  ASSERT_GT(id, 0);
+  ASSERT_EQ(slurm_command("scontrol suspend " + std::to_string(id)), 0);
+  int status = 0;
+  ASSERT_TRUE(eventually([&] { return waitpid(pid, &status, WNOHANG) == pid; }, 60))
+      << slurp(nodus.err_path());
+  auto job = nodus.show("1");
+  const std::string note = job.value("note", std::string());
+  EXPECT_EQ(job["state"], "cost-cap") << job.dump();
+  EXPECT_NE(note.find("ended while suspended"), std::string::npos) << note;
+  const double cost = job.value("cost_usd", 0.0);
+  // Held to the cap's kill (about 6.5 s), not to the suspension (1 to 2 s).
+  EXPECT_GE(cost, rate * 4 / 3600) << job.dump();
+  EXPECT_LE(cost, cap + rate * 2 / 3600) << job.dump();
+  std::printf("issue 30 case 8: suspended 1 s in, stopped at the cap: billed $%.6f of $%.6f; %s\n",
+              cost, cap, note.c_str());
 }
 
 // Issue 30 case 7: a job that renames itself in Slurm (`scontrol update name=...`) with its

@@ -113,6 +113,45 @@ TEST(SlurmFinalState, AJobStoppedAtItsPlansDeadlineGetsThePlansState) {
   EXPECT_EQ(final_state_of(r, job), JobState::kBudget);
 }
 
+// Issue 30 case 8: an administrator lowered the limit after submit (scontrol update timelimit=1):
+// Slurm's TIMEOUT came long before nodus's deadline. A timeout, with a note that says whose.
+TEST(SlurmFinalState, SlurmsOwnLimitBeforeThePlansIsATimeoutThatSaysWhose) {
+  JobRecord job;
+  job.timeout_ms = 600'000;
+  job.grace_ms = 10'000;
+  job.gpu_count = 1;
+  job.rate_per_gpu_hour = 3600;  // $1 a second
+  job.max_cost = 300;            // the cap before the timeout: the plan is the cap's
+  SlurmJob r;
+  r.state = "TIMEOUT";
+  r.start_time = 100;
+  r.end_time = 161;
+  r.time_limit_minutes = 1;
+  EXPECT_EQ(final_state_of(r, job), JobState::kTimeout);
+  std::string why = stopped_by_time_limit(r, job);
+  EXPECT_NE(why.find("Slurm's own time limit (1 min) ended it after 61 s"), std::string::npos)
+      << why;
+  EXPECT_NE(why.find("submitted with 5 min): the limit was lowered after submit"),
+            std::string::npos)
+      << why;
+  // At the plan's own moment the TIMEOUT is the plan's: the cap's, as before.
+  r.end_time = 100 + 300;
+  EXPECT_EQ(stopped_by_time_limit(r, job), "");
+  EXPECT_EQ(final_state_of(r, job), JobState::kCostCap);
+  // Not a TIMEOUT: nothing to say.
+  r.end_time = 161;
+  r.state = "FAILED";
+  EXPECT_EQ(stopped_by_time_limit(r, job), "");
+  // A job with neither cap nor timeout ran into the partition's limit.
+  JobRecord unbounded;
+  r.state = "TIMEOUT";
+  r.time_limit_minutes = 0;
+  why = stopped_by_time_limit(r, unbounded);
+  EXPECT_NE(why.find("the partition's"), std::string::npos) << why;
+  EXPECT_NE(why.find("the job had none"), std::string::npos) << why;
+  EXPECT_EQ(final_state_of(r, unbounded), JobState::kTimeout);
+}
+
 TEST(SlurmSignalName, NamesWhatSlurmrestdAccepts) {
   EXPECT_EQ(signal_name(SIGTERM), "TERM");
   EXPECT_EQ(signal_name(SIGKILL), "KILL");
