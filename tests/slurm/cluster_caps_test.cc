@@ -78,9 +78,12 @@ TEST(SlurmClusterCaps, TimeoutCancelsTheJobWithinTwoSecondsOfTheDeadline) {
   EXPECT_LE(ended->end_time, deadline + 2.0);
   auto outcome = wait_to_end(*backend, job, 10);
   ASSERT_TRUE(outcome);
-  // Whichever came first: the node's enforcer's TERM at the timeout (timeout(1) exits 124) or
-  // nodus's kill (SIGKILL).
-  EXPECT_TRUE(outcome->exit_code == 124 || outcome->exit_code == 137) << outcome->exit_code;
+  // Whichever came first: the node's enforcer's TERM at the timeout (timeout(1) exits 124),
+  // nodus's kill (SIGKILL), or its cancel, which Slurm records as CANCELLED 0:0 when it is
+  // processed before the script's own status arrives (read as 143; seen in 1 of 8 runs, before
+  // and after the change of 2026-12-03).
+  EXPECT_TRUE(outcome->exit_code == 124 || outcome->exit_code == 137 || outcome->exit_code == 143)
+      << outcome->exit_code;
 }
 
 TEST(SlurmClusterCaps, CostCapTermsGraceEarlyAndKillsAtTheCap) {
