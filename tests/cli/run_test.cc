@@ -131,7 +131,13 @@ TEST(Run, SigkillOfTheSupervisorTakesTheJobDown) {
 TEST(Run, CtrlCCancelsAndExits130) {
   NodusHome home;
   pid_t nodus = home.start({"run", "--grace", "1s", "--", "sleep", "30"});
-  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  // Once the job runs, however long starting takes on a loaded machine (a fixed 500 ms here was
+  // not always enough under the sanitizers with the cores busy: no job was stored yet).
+  for (int i = 0; i < 300; ++i) {
+    auto r = home.run({"show", "1", "--format", "json"});
+    if (r.code == 0 && r.out.find("\"running\"") != std::string::npos) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
   kill(nodus, SIGINT);
   EXPECT_EQ(wait_exit(nodus, std::chrono::seconds(10)), 130);
   EXPECT_EQ(show_json(home, "1")["state"], "cancelled");
