@@ -150,16 +150,32 @@ std::vector<SlurmJob> jobs_of_store(RestClient& rest, const std::string& tag) {
   return mine;
 }
 
-std::string restd_pid_file() {
+// Once any is running (up to 30 s): the jobs of nodus's store that Slurm runs; none after that.
+// The store's tag is read at each try: nodus writes it when it first opens the store.
+std::vector<SlurmJob> running_jobs_of_store(RestClient& rest, const Nodus& nodus) {
+  std::vector<SlurmJob> running;
+  eventually(
+      [&] {
+        running.clear();
+        for (auto& j : jobs_of_store(rest, nodus.store_tag()))
+          if (j.state == "RUNNING") running.push_back(j);
+        return !running.empty();
+      },
+      30);
+  return running;
+}
+
+// The pid file of one of the dev cluster's daemons ("restd-socket", "slurmctld").
+std::string dev_pid_file(const std::string& daemon) {
   const char* dir = std::getenv("NODUS_SLURM_DEV_DIR");
-  return std::string(dir && *dir ? dir : "/tmp/nodus-slurm") + "/run/restd-socket.pid";
+  return std::string(dir && *dir ? dir : "/tmp/nodus-slurm") + "/run/" + daemon + ".pid";
 }
 
 // Stops the socket slurmrestd (SIGSTOP) for its lifetime, or until resume().
 class StoppedRestd {
  public:
   StoppedRestd() {
-    std::ifstream(restd_pid_file()) >> pid_;
+    std::ifstream(dev_pid_file("restd-socket")) >> pid_;
     if (pid_ > 0) ::kill(pid_, SIGSTOP);
   }
   ~StoppedRestd() { resume(); }
@@ -472,15 +488,8 @@ TEST(SlurmEnforce, BudgetOnlyCellsAreBoundedEvenWithTheSweepKilled) {
   pid_t pid = nodus.start({"sweep", "--param", "x=1,2", "--parallel", "2", "--gpu", "H100:1",
                            "--budget", usd(budget), "--grace", "1s", "--", "bash", "-c",
                            "trap '' TERM; echo started {x}; sleep 300"});
-  std::vector<SlurmJob> running;
-  ASSERT_TRUE(eventually(
-      [&] {
-        running.clear();
-        for (auto& j : jobs_of_store(*rest, nodus.store_tag()))
-          if (j.state == "RUNNING") running.push_back(j);
-        return !running.empty();
-      },
-      30));
+  std::vector<SlurmJob> running = running_jobs_of_store(*rest, nodus);
+  ASSERT_FALSE(running.empty());
   for (const auto& j : running) {
     EXPECT_GT(j.time_limit_minutes, 0) << j.name;
     EXPECT_LT(j.time_limit_minutes, 60) << j.name << ": bounded by its share, not UNLIMITED";
@@ -514,15 +523,7 @@ TEST(SlurmEnforce, ACellWhoseSupervisorDiedHoldsItsBudgetShareUntilSlurmEndsIt) 
   pid_t pid = nodus.start({"sweep", "--param", "x=1,2", "--parallel", "2", "--gpu", "H100:1",
                            "--budget", usd(budget), "--max-cost", usd(cap), "--grace", "1s", "--",
                            "bash", "-c", "echo started {x}; sleep 300"});
-  std::vector<SlurmJob> first;
-  ASSERT_TRUE(eventually(
-      [&] {
-        first.clear();
-        for (auto& j : jobs_of_store(*rest, nodus.store_tag()))
-          if (j.state == "RUNNING") first.push_back(j);
-        return !first.empty();
-      },
-      30));
+  std::vector<SlurmJob> first = running_jobs_of_store(*rest, nodus);
   ASSERT_EQ(first.size(), 1u);
   // The sweep's one child is the running cell's supervisor.
   std::string children;
@@ -610,8 +611,7 @@ TEST(SlurmEnforce, WithSlurmctldDownTheNoteSaysTheLateEndIsSlurmsRecord) {
   ASSERT_TRUE(
       eventually([&] { return slurp(nodus.out_path()).find("started") != std::string::npos; }, 30));
   pid_t ctld = 0;
-  const char* dev = std::getenv("NODUS_SLURM_DEV_DIR");
-  std::ifstream(std::string(dev && *dev ? dev : "/tmp/nodus-slurm") + "/run/slurmctld.pid") >> ctld;
+  std::ifstream(dev_pid_file("slurmctld")) >> ctld;
   ASSERT_GT(ctld, 0);
   {
     // Resumed however this block is left: the next tests need slurmctld.
@@ -708,7 +708,7 @@ TEST(SlurmEnforce, StoppedRestdDuringSubmitLeavesExactlyOneJob) {
   Nodus nodus(dir);
   auto rest = cluster_client(cluster_settings(dir));
   StoppedRestd stopped;
-  ASSERT_TRUE(stopped.ok()) << "no slurmrestd pid in " << restd_pid_file();
+  ASSERT_TRUE(stopped.ok()) << "no slurmrestd pid in " << dev_pid_file("restd-socket");
   pid_t pid = nodus.start({"run", "--timeout", "30s", "--", "bash", "-c", "echo ran once"});
   std::this_thread::sleep_for(std::chrono::seconds(13));  // past the 10 s HTTP timeout
   stopped.resume();
