@@ -93,6 +93,23 @@ void add_note(JobRecord& job, const std::string& line) {
     job.note = job.note.empty() ? line : job.note + "; " + line;
 }
 
+// A job Slurm ended, as its last record and every run have it: its state (Slurm's, or the stop
+// nodus planned), times, exit code and bill, and a note when Slurm's own time limit ended it.
+// The one place refresh and the bill from accounting record an end.
+void record_end(JobRecord& job, const SlurmJob& last, const std::vector<RunSegment>& segments) {
+  Outcome o = outcome_of(last);
+  job.state = final_state_of(last, job);
+  job.started_at = segments.empty() ? o.started_at : segments.front().start;
+  job.ended_at = o.ended_at;
+  job.signal = o.signal;
+  job.exit_code = job.state == JobState::kCostCap || job.state == JobState::kBudget
+                      ? exit_code::kCostCap
+                  : job.state == JobState::kTimeout ? exit_code::kTimeout
+                                                    : o.exit_code;
+  job.cost = cost_of(job, segments.empty() ? o.ended_at - o.started_at : total_seconds(segments));
+  if (auto why = stopped_by_time_limit(last, job); !why.empty()) add_note(job, why);
+}
+
 class SlurmBackend final : public Backend {
  public:
   SlurmBackend(std::unique_ptr<RestClient> client, WaitTiming timing)
@@ -333,19 +350,7 @@ Result<std::vector<SlurmJob>> SlurmBackend::accounted_runs(RestClient& rest, con
 
 bool SlurmBackend::bill_from_accounting(JobRecord& job, const std::vector<SlurmJob>& runs) {
   if (runs.empty() || phase_of(runs.back().state) != Phase::kFinal) return false;
-  const SlurmJob& last = runs.back();
-  auto segments = run_segments(runs, nullptr, unix_now());
-  Outcome o = outcome_of(last);
-  job.state = final_state_of(last, job);
-  job.started_at = segments.empty() ? o.started_at : segments.front().start;
-  job.ended_at = o.ended_at;
-  job.signal = o.signal;
-  job.exit_code = job.state == JobState::kCostCap || job.state == JobState::kBudget
-                      ? exit_code::kCostCap
-                  : job.state == JobState::kTimeout ? exit_code::kTimeout
-                                                    : o.exit_code;
-  job.cost = cost_of(job, total_seconds(segments));
-  if (auto why = stopped_by_time_limit(last, job); !why.empty()) add_note(job, why);
+  record_end(job, runs.back(), run_segments(runs, nullptr, unix_now()));
   add_note(job, "billed from Slurm's accounting (slurmctld no longer knows the job)");
   return true;
 }
@@ -653,22 +658,9 @@ Result<bool> SlurmBackend::refresh(JobRecord& job) {
       job.cost = cost_of(job, total_seconds(segments));
       break;
     }
-    case Phase::kFinal: {
-      Outcome o = outcome_of(*r);
-      auto segments = run_segments(runs, r, unix_now());
-      job.state = final_state_of(*r, job);
-      job.started_at = segments.empty() ? o.started_at : segments.front().start;
-      job.ended_at = o.ended_at;
-      job.signal = o.signal;
-      job.exit_code = job.state == JobState::kCostCap || job.state == JobState::kBudget
-                          ? exit_code::kCostCap
-                      : job.state == JobState::kTimeout ? exit_code::kTimeout
-                                                        : o.exit_code;
-      job.cost =
-          cost_of(job, segments.empty() ? o.ended_at - o.started_at : total_seconds(segments));
-      if (auto why = stopped_by_time_limit(*r, job); !why.empty()) add_note(job, why);
+    case Phase::kFinal:
+      record_end(job, *r, run_segments(runs, r, unix_now()));
       break;
-    }
   }
   return job.state != before.state || job.started_at != before.started_at ||
          job.ended_at != before.ended_at || job.cost != before.cost ||
