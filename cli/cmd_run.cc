@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 
@@ -92,7 +93,7 @@ struct RunCommand {
     if (inventory) {
       auto got = engine::acquire_gpus(*store, job, *inventory, flags.no_wait, &signals, true);
       if (got != engine::Acquired::kClaimed)
-        return give_up(*store, job, got,
+        return give_up(*store, job, got, signals.take().value_or(SIGINT),
                        engine::held_by_other_stores(*store, job.gpu_type, *inventory));
     } else {
       job.state = JobState::kStarting;
@@ -111,22 +112,16 @@ struct RunCommand {
     return rc;
   }
 
-  int give_up(store::Store& store, JobRecord& job, engine::Acquired why,
+  int give_up(store::Store& store, JobRecord& job, engine::Acquired why, int signal,
               const std::string& elsewhere) const {
-    job.state = why == engine::Acquired::kBusy ? JobState::kFailed : JobState::kCancelled;
-    job.ended_at = unix_now();
-    job.note = why == engine::Acquired::kBusy ? "not started: its GPUs were busy (--no-wait)"
-                                              : "not started: interrupted while waiting for GPUs";
-    job.exit_code =
-        why == engine::Acquired::kBusy ? exit_code::kNodusError : exit_code::kInterrupted;
-    store.update_job(job);
+    engine::end_unstarted(store, job, why, signal);
     if (why == engine::Acquired::kBusy)
       throw Fatal("--no-wait: not enough free " + job.gpu_type + " GPUs for --gpu " + job.gpu_type +
                   ":" + std::to_string(job.gpu_count) + " right now (job " +
                   std::to_string(job.id) + " not started)" + elsewhere);
-    std::fprintf(stderr, "nodus: job %lld cancelled while waiting for GPUs\n",
-                 static_cast<long long>(job.id));
-    return exit_code::kInterrupted;
+    std::fprintf(stderr, "nodus: job %lld %s while waiting for GPUs\n",
+                 static_cast<long long>(job.id), std::string(to_string(job.state)).c_str());
+    return exit_status_for(job);
   }
 
   int run_detached(store::Store& store, JobRecord& job, const engine::JobRequest& request,

@@ -5,7 +5,9 @@
 
 #include <cstdio>
 
+#include "core/error.h"
 #include "engine/signals.h"
+#include "engine/stop_controller.h"
 #include "store/gpu_locks.h"
 
 namespace nodus::engine {
@@ -58,6 +60,21 @@ Acquired acquire_gpus(store::Store& store, JobRecord& job, const Inventory& inve
     pollfd p{signals ? signals->fd() : -1, POLLIN, 0};
     if (::poll(&p, 1, 250) > 0) return Acquired::kInterrupted;
   }
+}
+
+void end_unstarted(store::Store& store, JobRecord& job, Acquired why, int signal) {
+  if (why == Acquired::kBusy) {
+    job.state = JobState::kFailed;
+    job.exit_code = exit_code::kNodusError;
+    job.note = "not started: its GPUs were busy (--no-wait)";
+  } else {
+    job.state = state_for_signal(signal);
+    job.exit_code = exit_status_for(job);
+    job.note = job.state == JobState::kCancelled ? "not started: interrupted while waiting for GPUs"
+                                                 : "not started: stopped while waiting for GPUs";
+  }
+  job.ended_at = unix_now();
+  store.update_job(job);
 }
 
 }  // namespace nodus::engine

@@ -24,4 +24,9 @@ std::string held_by_other_stores(const store::Store& store, const std::string& t
 Acquired acquire_gpus(store::Store& store, JobRecord& job, const Inventory& inventory, bool no_wait,
                       SignalWatch* signals, bool attach);
 
+// Records and stores the end of a job whose GPUs never came (`why` is not kClaimed): busy under
+// --no-wait, failed with exit 125; or `signal` while it waited, which ends it as it ends a
+// running job (state_for_signal): cancelled, exit 130, or stopped, exit 143.
+void end_unstarted(store::Store& store, JobRecord& job, Acquired why, int signal);
+
 }  // namespace nodus::engine

@@ -60,6 +60,10 @@ void StopController::request_stop(JobState reason, Time now) {
   if (!term_sent_) term_at_ = now;
 }
 
+JobState state_for_signal(int sig) {
+  return sig == SIGINT ? JobState::kCancelled : JobState::kStopped;
+}
+
 StopAction StopController::on_signal(int sig, Time now) {
   StopAction a;
   if (kill_sent_) return a;
@@ -70,7 +74,7 @@ StopAction StopController::on_signal(int sig, Time now) {
     return a;
   }
   if (sig == SIGINT) interrupted_ = true;
-  request_stop(sig == SIGINT ? JobState::kCancelled : JobState::kStopped, now);
+  request_stop(state_for_signal(sig), now);
   a = on_time(now);
   a.note = "stopping the job (SIGTERM, SIGKILL after " + format_duration(grace_) + ")";
   return a;

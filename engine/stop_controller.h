@@ -31,6 +31,10 @@ struct StopAction {
   bool operator==(const StopAction&) const = default;
 };
 
+// What a signal to nodus makes of its job, running or still waiting for its GPUs: SIGINT
+// (Ctrl-C) cancels it; SIGTERM (`nodus stop`, a sweep's stop) and SIGHUP stop it.
+JobState state_for_signal(int sig);
+
 class StopController {
  public:
   using Clock = std::chrono::steady_clock;

@@ -90,25 +90,18 @@ int supervise_main(const SweepMain& sweep) {
   job.supervisor_start = store::process_start_time(job.supervisor_pid);
   store->update_job(job);
 
-  switch (claim_gpus(*store, job, ticket, signals, status)) {
+  switch (Acquired got = claim_gpus(*store, job, ticket, signals, status)) {
     case Acquired::kClaimed:
       break;
     case Acquired::kBusy:
-      job.state = JobState::kFailed;
-      job.ended_at = unix_now();
-      job.exit_code = exit_code::kNodusError;
-      job.note = "not started: its GPUs were busy (--no-wait)";
-      store->update_job(job);
+      end_unstarted(*store, job, got, 0);
       status.error(exit_code::kNodusError, "--no-wait: not enough free " + job.gpu_type +
                                                " GPUs right now (job " + std::to_string(job.id) +
                                                " not started)");
       return exit_code::kNodusError;
     case Acquired::kInterrupted:
-      job.state = JobState::kStopped;
-      job.ended_at = unix_now();
-      job.note = "not started: stopped while waiting for GPUs";
-      store->update_job(job);
-      return exit_code::kInterrupted;
+      end_unstarted(*store, job, got, signals.take().value_or(SIGTERM));
+      return exit_status_for(job);
   }
   job.state = JobState::kStarting;
   store->update_job(job);

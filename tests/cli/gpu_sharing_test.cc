@@ -4,7 +4,9 @@
 // machine share /run/nodus/gpus.
 
 #include <gtest/gtest.h>
+#include <signal.h>
 
+#include <filesystem>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
@@ -18,6 +20,69 @@ namespace {
 std::map<std::string, std::string> h100s(const NodusHome& home, int count) {
   return {{"NODUS_LOCAL_GPUS", "H100:" + std::to_string(count)},
           {"NODUS_PRICES", write_test_prices(home)}};
+}
+
+// Waits until job `id` of `home` is in `state` (show's json), for up to 30 s.
+bool job_reaches(const NodusHome& home, const std::string& id, const std::string& state) {
+  for (int i = 0; i < 600; ++i) {
+    auto r = home.run({"show", id, "--format", "json"});
+    if (r.code == 0 && nlohmann::json::parse(r.out).value("state", "") == state) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return false;
+}
+
+// A run still waiting for its GPUs ends by a signal as a running job does: Ctrl-C (SIGINT)
+// cancels it, exit 130; SIGTERM stops it, exit 143, attached or detached (`nodus stop`), and
+// `wait` says 143 as well. Nothing of the waiting jobs ran. Before: SIGTERM to an attached run
+// recorded it cancelled (130), and a detached one was stopped with no exit code.
+TEST(GpuSharing, ASignalWhileWaitingForGpusEndsTheJobAsItWouldEndARunningOne) {
+  NodusHome home;
+  const auto env = h100s(home, 1);
+  const std::string go = home.file("go"), ran = home.file("ran");
+  auto holder = home.run({"run", "-d", "--gpu", "H100", "--", "sh", "-c",
+                          "while [ ! -e " + go + " ]; do sleep 0.05; done"},
+                         env);
+  ASSERT_EQ(holder.code, 0) << holder.err;
+  const std::string holder_id = holder.out.substr(0, holder.out.find('\n'));
+  struct Case {
+    int sig;
+    int code;
+    const char* state;
+    const char* note;
+  };
+  int id = std::stoi(holder_id);
+  for (Case c : {Case{SIGINT, 130, "cancelled", "not started: interrupted while waiting for GPUs"},
+                 Case{SIGTERM, 143, "stopped", "not started: stopped while waiting for GPUs"}}) {
+    ++id;
+    const std::string out = home.file("attached" + std::to_string(id));
+    pid_t p = home.start({"run", "--gpu", "H100", "--", "touch", ran}, env, out);
+    ASSERT_TRUE(job_reaches(home, std::to_string(id), "waiting")) << read_file(out + ".err");
+    ::kill(p, c.sig);
+    EXPECT_EQ(wait_exit(p, std::chrono::seconds(30)), c.code) << read_file(out + ".err");
+    EXPECT_NE(read_file(out + ".err")
+                  .find("job " + std::to_string(id) + " " + c.state + " while waiting for GPUs"),
+              std::string::npos)
+        << read_file(out + ".err");
+    auto job = show_json(home, std::to_string(id));
+    EXPECT_EQ(job["state"], c.state) << job.dump();
+    EXPECT_EQ(job["exit_code"], c.code) << job.dump();
+    EXPECT_EQ(job["note"], c.note) << job.dump();
+  }
+  auto detached = home.run({"run", "-d", "--gpu", "H100", "--", "touch", ran}, env);
+  ASSERT_EQ(detached.code, 0) << detached.err;
+  const std::string did = detached.out.substr(0, detached.out.find('\n'));
+  ASSERT_TRUE(job_reaches(home, did, "waiting"));
+  auto stop = home.run({"stop", did}, env);
+  EXPECT_EQ(stop.code, 0) << stop.err;
+  EXPECT_EQ(home.run({"wait", did}, env).code, 143);
+  auto job = show_json(home, did);
+  EXPECT_EQ(job["state"], "stopped") << job.dump();
+  EXPECT_EQ(job["exit_code"], 143) << job.dump();
+  EXPECT_EQ(job["note"], "not started: stopped while waiting for GPUs") << job.dump();
+  EXPECT_FALSE(std::filesystem::exists(ran)) << "a job that never got its GPU ran";
+  write_file(go, "");
+  EXPECT_EQ(home.run({"wait", holder_id}, env).code, 0);
 }
 
 TEST(GpuSharing, RunsOfTwoStoresNeverShareAGpu) {
