@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <csignal>
@@ -185,6 +186,54 @@ TEST(SlurmJobScript, TheEnforcersToolsAreNotTakenFromPath) {
   EXPECT_LT(took, 3.5);
   std::ifstream ran(mark);
   EXPECT_FALSE(ran.good()) << "a tool from PATH ran";
+}
+
+// Issue 30: the deadline is counted on slurmctld's clock, not the node's. Slurm's StartTime is
+// slurmctld's; a node whose clock is 40 s behind, counting on its own clock, would give the job
+// 40 s more (40 s ahead: none at all). Here, in a mount namespace of the test's own, scontrol and
+// sdiag at their absolute paths answer as a slurmctld whose clock is `ctld_ahead_s` seconds
+// ahead of this machine's, which is what a node that far behind sees. Returns how long the
+// script ran, its stdout and stderr in `out`.
+double run_against_a_skewed_slurmctld(int ctld_ahead_s, std::string& out) {
+  if (geteuid() != 0) return -1;
+  for (const char* tool : {"/usr/bin/scontrol", "/usr/bin/sdiag", "/usr/bin/unshare"})
+    if (access(tool, X_OK) != 0) return -1;
+  nodus::testing::TempDir dir;
+  std::string ctld_now =
+      "printf -v now '%(%s)T' -1; now=$((now + " + std::to_string(ctld_ahead_s) + "))\n";
+  std::string scontrol = dir.path() + "/scontrol", sdiag = dir.path() + "/sdiag";
+  std::ofstream(scontrol) << "#!/bin/bash\n"
+                          << ctld_now
+                          << "echo \"JobId=7 JobName=x Restarts=0 StartTime=$now EndTime=0\"\n";
+  std::ofstream(sdiag) << "#!/bin/bash\n" << ctld_now << "echo \"sdiag output at $now ($now)\"\n";
+  chmod(scontrol.c_str(), 0755);
+  chmod(sdiag.c_str(), 0755);
+  JobRecord job = job_with({"sleep", "30"});
+  job.timeout_ms = 3000;  // from Slurm's start, in whole seconds: 2 to 3 s from now
+  job.grace_ms = 500;
+  std::string prefix = "unshare --mount --propagation private sh -c 'mount --bind " + scontrol +
+                       " /usr/bin/scontrol && mount --bind " + sdiag +
+                       " /usr/bin/sdiag && exec env SLURM_JOB_ID=7 \"$0\" \"$@\"'";
+  auto t0 = std::chrono::steady_clock::now();
+  out = run_script("exec 2>&1\n" + job_script(job, "/tmp", "/tmp/nodus-no-such-output"), prefix);
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+TEST(SlurmJobScript, ANodeClockBehindSlurmctldsDoesNotLengthenTheRun) {
+  std::string out;
+  double took = run_against_a_skewed_slurmctld(40, out);
+  if (took < 0) GTEST_SKIP() << "needs root, unshare and Slurm's scontrol and sdiag";
+  EXPECT_LT(took, 6.0) << out;  // on the node's clock: 42 s
+  EXPECT_NE(out.find("this node's clock is -40 s off slurmctld's"), std::string::npos) << out;
+}
+
+TEST(SlurmJobScript, ANodeClockAheadOfSlurmctldsDoesNotShortenTheRun) {
+  std::string out;
+  double took = run_against_a_skewed_slurmctld(-40, out);
+  if (took < 0) GTEST_SKIP() << "needs root, unshare and Slurm's scontrol and sdiag";
+  EXPECT_GE(took, 1.2) << out;  // on the node's clock: ended at once
+  EXPECT_LT(took, 6.0) << out;
+  EXPECT_NE(out.find("this node's clock is 40 s off slurmctld's"), std::string::npos) << out;
 }
 
 // The job's own status passes through the enforcer: its exit code, and its death by a signal.
