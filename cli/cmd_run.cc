@@ -15,6 +15,7 @@
 #include "cli/spec_file.h"
 #include "core/config.h"
 #include "core/error.h"
+#include "core/lifecycle.h"
 #include "core/parse.h"
 #include "core/secret.h"
 #include "core/text.h"
@@ -67,7 +68,8 @@ struct RunCommand {
     return 0;
   }
 
-  int operator()() const {
+  // `job_id`, when given, gets the job's id once it is stored.
+  int operator()(int64_t* job_id = nullptr) const {
     engine::JobRequest request = to_request(flags);
     // A CPU-only job has no catalog rate: not parsing the catalog keeps its launch short.
     billing::Catalog catalog = request.gpu.none() && flags.prices.empty()
@@ -83,6 +85,7 @@ struct RunCommand {
     job.supervisor_pid = getpid();
     job.supervisor_start = store::process_start_time(job.supervisor_pid);
     engine::insert_job(*store, job);
+    if (job_id) *job_id = job.id;
     if (detach) return run_detached(*store, job, request, inventory);
 
     engine::SignalWatch signals;
@@ -96,7 +99,7 @@ struct RunCommand {
         return give_up(*store, job, got, signals.take().value_or(SIGINT),
                        engine::held_by_other_stores(*store, job.gpu_type, *inventory));
     } else {
-      job.state = JobState::kStarting;
+      move_job(job, JobState::kStarting);
       store->update_job(job);
     }
     auto backend = backend::make_backend(job.backend);
@@ -148,6 +151,12 @@ struct RunCommand {
 };
 
 }  // namespace
+
+int run_attached(const RunFlags& flags, int64_t* job_id) {
+  RunCommand cmd;
+  cmd.flags = flags;
+  return cmd(job_id);
+}
 
 Command add_run(CLI::App& app) {
   auto cmd = std::make_shared<RunCommand>();

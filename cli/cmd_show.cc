@@ -13,6 +13,7 @@
 #include "core/text.h"
 #include "engine/reconcile.h"
 #include "store/job_stats.h"
+#include "telemetry/pyhook.h"
 #include "telemetry/summary.h"
 #include "telemetry/util_series.h"
 
@@ -21,6 +22,51 @@ namespace nodus::cli {
 namespace {
 
 std::string opt_usd(const std::optional<double>& v) { return v ? format_usd(*v) : "-"; }
+
+// --loader: what was asked, then for each DataLoader what the hook set and what it could not
+// set, and why; when it set nothing, why not. `stats`: the job's figures (null: none).
+std::vector<std::string> loader_lines(const nlohmann::json& options, const nlohmann::json* stats) {
+  std::string asked;
+  const nlohmann::json knobs = options.value("loader", nlohmann::json::object());
+  for (const auto& [knob, value] : knobs.items())
+    asked += (asked.empty() ? "" : ", ") + knob + "=" + value.get<std::string>() +
+             (telemetry::changes_training(knob) ? " (changes the training)" : "");
+  std::vector<std::string> lines = {"asked " + asked};
+  const auto ins = options.value("instrumentation", nlohmann::json::object());
+  if (!ins.value("on", false)) {
+    lines.push_back("none set: the hook was off (" + ins.value("why", std::string("?")) + ")");
+    return lines;
+  }
+  if (!stats || !stats->contains("loader_overrides")) {
+    lines.push_back(
+        "not known: the hook wrote nothing (the job ended before its loop and its exit)");
+    return lines;
+  }
+  const nlohmann::json built =
+      (*stats)["loader_overrides"].value("loaders", nlohmann::json::array());
+  if (built.empty()) lines.push_back("none set: the job built no DataLoader");
+  for (const auto& l : built) {
+    std::string name =
+        l.contains("name") && l["name"].is_string()
+            ? l["name"].get<std::string>()
+            : l.value("dataset", std::string("?")) + " built at " +
+                  (l.contains("site") && l["site"].is_string() ? l["site"].get<std::string>()
+                                                               : std::string("?"));
+    std::string set, refused;
+    const nlohmann::json was = l.value("was", nlohmann::json::object());
+    const nlohmann::json applied = l.value("applied", nlohmann::json::object());
+    const nlohmann::json refusals = l.value("refused", nlohmann::json::object());
+    for (const auto& [knob, value] : applied.items())
+      set += (set.empty() ? "" : ", ") + knob + " " +
+             (was.contains(knob) ? was[knob].dump() : std::string("?")) + " -> " + value.dump();
+    for (const auto& [knob, why] : refusals.items())
+      refused += (refused.empty() ? "" : "; ") + knob + " (" +
+                 (why.is_string() ? why.get<std::string>() : why.dump()) + ")";
+    lines.push_back(name + ": " + (set.empty() ? "nothing set" : set) +
+                    (refused.empty() ? "" : "; not set: " + refused));
+  }
+  return lines;
+}
 
 void print_job(store::Store& store, const JobRecord& job, Format format) {
   auto stats = store.stats(job.id);
@@ -63,6 +109,9 @@ void print_job(store::Store& store, const JobRecord& job, Format format) {
     row("instrumented",
         std::string(ins.value("on", false) ? "yes: " : "no: ") + ins.value("why", std::string()));
   }
+  if (job.options->contains("loader") && (*job.options)["loader"].is_object())
+    for (const std::string& line : loader_lines(*job.options, stats ? &stats->values : nullptr))
+      row("loader knobs", line);
   if (stats) {
     telemetry::Summary s = stats->values.get<telemetry::Summary>();
     const auto& v = stats->values;
@@ -168,6 +217,10 @@ void print_job(store::Store& store, const JobRecord& job, Format format) {
       for (const auto& f : v["findings"])
         row(f.value("note", false) ? "note" : "diagnosis",
             f.value("evidence", "") + ": " + f.value("cause", "") + " -> " + f.value("fix", ""));
+    // nodus try: the first finding's fix, measured on this job's command.
+    if (v.contains("tried") && v["tried"].is_object())
+      row("fix tried", "job " + std::to_string(v["tried"].value("job", int64_t{0})) + ": " +
+                           v["tried"].value("verdict", std::string()));
   }
   if (format == Format::kTable) {
     for (size_t i = 0; i < t.size(); ++i)

@@ -11,6 +11,7 @@
 #include "cli/args.h"
 #include "cli/common.h"
 #include "core/error.h"
+#include "core/lifecycle.h"
 #include "core/parse.h"
 #include "core/proc.h"
 #include "engine/reconcile.h"
@@ -52,11 +53,10 @@ struct StopCommand {
       // Nobody watches this cluster job: cancel it there and record it.
       auto backend = backend::make_backend(job.backend);
       value_or_throw(backend->kill(job));
-      // Bill it from the cluster's own start and end times (kill returned once it ended).
+      // Bill it from the cluster's own start and end times (kill returned once it ended). A job
+      // the cluster records as ended by itself first (completed, failed) keeps that end.
       auto refreshed = backend->refresh(job);
-      if (!refreshed || !job.ended_at) job.ended_at = unix_now();
-      job.state = JobState::kStopped;
-      job.exit_code = 128 + SIGTERM;
+      if (!refreshed || !is_final(job.state)) end_job(job, {JobState::kStopped});
       store.update_job(job);
     } else {
       engine::reconcile(store);

@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <climits>
 #include <cmath>
@@ -24,6 +25,7 @@
 #include "core/files.h"
 #include "core/parse.h"
 #include "core/secret.h"
+#include "core/strings.h"
 #include "engine/reconcile.h"
 #include "engine/signals.h"
 #include "engine/stop_controller.h"
@@ -36,6 +38,7 @@
 #include "sweep/grid.h"
 #include "sweep/placeholders.h"
 #include "telemetry/phases.h"
+#include "telemetry/pyhook.h"
 
 namespace nodus::cli {
 namespace {
@@ -57,11 +60,54 @@ struct SweepFlags {
   uint64_t sample = 0;  // 0: every cell
   uint64_t seed = 1;
   int repeat = 1;
-  std::string objective;             // "" : throughput:max
-  std::optional<double> stop_early;  // --stop-early FACTOR
-  std::string file;                  // -f sweep.yaml
-  std::string save;                  // --save sweep.yaml
+  std::string objective;                 // "" : throughput:max
+  std::optional<double> stop_early;      // --stop-early FACTOR
+  std::string file;                      // -f sweep.yaml
+  std::string save;                      // --save sweep.yaml
+  std::vector<std::string> loader_axes;  // knobs of --loader with several values: grid axes
 };
+
+// --loader in a sweep: KNOB=V1,V2,... is an axis of the grid, as --param's are, whose value the
+// hook sets in each cell's DataLoader; KNOB=VALUE (or several joined: num_workers=8,pin_memory=
+// true) sets it in every cell. A part without '=' is one more value of the knob before it. The
+// axes move to f.params and f.loader_axes; what is left stays in f.run.loader.
+void split_loader_axes(SweepFlags& f) {
+  std::vector<std::string> fixed;
+  for (const std::string& flag : f.run.loader) {
+    std::vector<std::pair<std::string, std::vector<std::string>>> knobs;
+    for (size_t begin = 0;;) {
+      size_t end = flag.find(',', begin);
+      std::string part = flag.substr(begin, end == std::string::npos ? end : end - begin);
+      auto eq = part.find('=');
+      if (eq != std::string::npos)
+        knobs.push_back({part.substr(0, eq), {part.substr(eq + 1)}});
+      else if (!knobs.empty())
+        knobs.back().second.push_back(part);
+      else
+        knobs.push_back({part, {}});  // no '=': parse_loader_knobs says what is wrong
+      if (end == std::string::npos) break;
+      begin = end + 1;
+    }
+    for (const auto& [knob, values] : knobs) {
+      if (values.size() < 2) {
+        fixed.push_back(values.empty() ? knob : knob + "=" + values.front());
+        continue;
+      }
+      for (const std::string& v : values)
+        (void)value_or_throw(telemetry::parse_loader_knobs({knob + "=" + v}));
+      if (std::find(f.loader_axes.begin(), f.loader_axes.end(), knob) != f.loader_axes.end())
+        throw Fatal("--loader: " + knob + " is given twice (one axis per knob)");
+      f.params.push_back(knob + "=" + join(values, ","));
+      f.loader_axes.push_back(knob);
+    }
+  }
+  for (const std::string& knob : fixed)
+    if (std::find(f.loader_axes.begin(), f.loader_axes.end(), knob.substr(0, knob.find('='))) !=
+        f.loader_axes.end())
+      throw Fatal("--loader: " + knob.substr(0, knob.find('=')) +
+                  " is given twice (an axis and a value for every cell)");
+  f.run.loader = fixed;
+}
 
 // The sweep-only fields as a spec file sees them, and back.
 SweepSpec spec_of(const SweepFlags& f) {
@@ -107,6 +153,8 @@ nlohmann::json definition_options(const SweepFlags& f, const engine::JobRequest&
   if (f.run.no_instrument) o["no_instrument"] = true;
   if (f.run.cpus_per_gpu > 0) o["cpus_per_gpu"] = f.run.cpus_per_gpu;
   if (f.run.profile) o["profile"] = true;
+  if (!f.run.loader.empty()) o["loader"] = f.run.loader;
+  if (!f.loader_axes.empty()) o["loader_axes"] = f.loader_axes;
   if (f.run.log_limit != "1G") o["log_limit"] = f.run.log_limit;
   return o;
 }
@@ -173,6 +221,8 @@ void restore_flags(SweepFlags& f, const store::SweepRecord& sweep,
   f.run.no_instrument = o.value("no_instrument", false);
   f.run.cpus_per_gpu = o.value("cpus_per_gpu", 0);
   f.run.profile = o.value("profile", false);
+  f.run.loader = o.value("loader", std::vector<std::string>{});
+  f.loader_axes = o.value("loader_axes", std::vector<std::string>{});
   f.run.log_limit = o.value("log_limit", "1G");
   f.run.env.clear();
   f.sample = d.value("sample", uint64_t{0});
@@ -244,8 +294,11 @@ struct SweepCommand {
   // Parses and checks everything, and plans the cells; runs and stores nothing.
   Plan plan() {
     Plan p;
+    split_loader_axes(f);
     if (f.params.empty())
-      throw Fatal("--param: at least one NAME=VALUES is needed (e.g. --param num_workers=0,4,8)");
+      throw Fatal(
+          "--param: at least one NAME=VALUES is needed (e.g. --param lr=0.1,0.01, or --loader "
+          "num_workers=0,4,8)");
     if (f.repeat < 1)
       throw Fatal("--repeat: invalid value '" + std::to_string(f.repeat) + "': expected 1 or more");
     p.objective = value_or_throw(sweep::parse_objective(f.objective));
@@ -261,6 +314,7 @@ struct SweepCommand {
             p.objective.text());
     }
     p.request = to_request(f.run);
+    if (!f.loader_axes.empty()) check_loader_reach(f.run, p.request);
     p.grid = value_or_throw(sweep::parse_grid(f.params));
     std::vector<int> indices;
     if (f.sample > 0) {
@@ -297,7 +351,7 @@ struct SweepCommand {
     p.hash = sweep::definition_hash(p.tmpl->source(), p.grid, p.options);
 
     engine::SweepPlanInput in{base,    p.request.env, p.request.gpu, p.request.max_cost,
-                              indices, f.repeat};
+                              indices, f.repeat,      f.loader_axes};
     p.cells = engine::plan_cells(in, p.grid, *p.tmpl);
     p.parallel = f.parallel > 0 ? f.parallel : engine::default_parallel(base, inv);
     return p;
@@ -422,7 +476,17 @@ struct SweepCommand {
                     " ('" + shown[i] +
                     "') holds a credential, which nodus never writes to a file; pass it to the "
                     "job in a -e variable instead");
-    std::string yaml = sweep_spec_yaml(f.run, spec_of(f));
+    // Loader axes as typed (loader: [num_workers=0,4,8]), not as the --param axes they became.
+    RunFlags run = f.run;
+    SweepSpec spec = spec_of(f);
+    std::erase_if(spec.params, [&](const std::string& param) {
+      const std::string name = param.substr(0, param.find('='));
+      if (std::find(f.loader_axes.begin(), f.loader_axes.end(), name) == f.loader_axes.end())
+        return false;
+      run.loader.push_back(param);
+      return true;
+    });
+    std::string yaml = sweep_spec_yaml(run, spec);
     // 0600: the file names the variables its secrets come from, and is nobody else's to read.
     int fd = value_or_throw(create_new_file(f.save, 0600));
     size_t done = 0;

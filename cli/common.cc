@@ -13,6 +13,7 @@
 #include "engine/reconcile.h"
 #include "sweep/metric_regex.h"
 #include "telemetry/phases.h"
+#include "telemetry/pyhook.h"
 
 namespace nodus::cli {
 
@@ -89,6 +90,11 @@ void add_run_flags(CLI::App* sub, RunFlags& f) {
   sub->add_flag("--profile", f.profile,
                 "run torch.profiler over DataLoader batches 8-12 of a Python job (wait 5, warm-up "
                 "2, active 5) and diagnose syncs, launch overhead and FP32 math from its trace");
+  sub->add_option("--loader", f.loader,
+                  "set the DataLoader's num_workers, pin_memory, persistent_workers, "
+                  "prefetch_factor or batch_size in an unmodified Python script, through nodus's "
+                  "hook (num_workers=8,pin_memory=true; repeatable)")
+      ->type_name("KNOB=VALUE");
   sub->add_option("--warmup", f.warmup,
                   "batches (20) or time (5s) after the first batch left out of the figures")
       ->type_name("N|DURATION")
@@ -107,6 +113,20 @@ void add_run_flags(CLI::App* sub, RunFlags& f) {
                   "stop the job after DURATION of steady state (after warm-up); it completed")
       ->type_name("DURATION")
       ->check(duration_value());
+}
+
+void check_loader_reach(const RunFlags& f, const engine::JobRequest& r) {
+  // Refused before anything runs where the hook cannot set them: never a knob asked for and
+  // silently not set.
+  const std::string why =
+      f.no_instrument        ? "they are set by nodus's Python hook: drop --no-instrument"
+      : r.backend != "local" ? "only local jobs get nodus's Python hook, not --backend " + r.backend
+      : !telemetry::runs_python(r.argv)
+          ? "'" + (r.argv.empty() ? std::string() : r.argv[0]) +
+                "' does not run Python: the knobs reach a PyTorch DataLoader through nodus's "
+                "Python hook"
+          : telemetry::python_ignores_hook(r.argv).value_or("");
+  if (!why.empty()) throw Fatal("--loader: " + why);
 }
 
 engine::JobRequest to_request(const RunFlags& f) {
@@ -156,6 +176,8 @@ engine::JobRequest to_request(const RunFlags& f) {
   if (f.profile && f.no_instrument)
     throw Fatal("--profile: the profiler runs inside nodus's Python hook: drop --no-instrument");
   r.supervise.profile = f.profile;
+  r.supervise.loader = value_or_throw(telemetry::parse_loader_knobs(f.loader));
+  if (!r.supervise.loader.empty()) check_loader_reach(f, r);
   if (!telemetry::parse_warmup(f.warmup))
     throw Fatal("--warmup: invalid value '" + f.warmup +
                 "': expected a number of batches (20) or a duration (5s, 1m)");

@@ -40,6 +40,7 @@ Command add_supervise(CLI::App& app);
 Command add_gpus(CLI::App& app);
 Command add_completion(CLI::App& app);
 Command add_wait(CLI::App& app);
+Command add_try(CLI::App& app);
 
 // Flags shared by `run` and `sweep`, as typed; to_request() validates them.
 struct RunFlags {
@@ -64,6 +65,7 @@ struct RunFlags {
   std::string throughput = "samples_per_sec";
   bool no_instrument = false;
   bool profile = false;
+  std::vector<std::string> loader;  // --loader KNOB=VALUE[,KNOB=VALUE]
   std::string warmup = "5s";
   std::string measure;
   int cpus_per_gpu = 0;  // 0: the GPUs' whole share
@@ -76,6 +78,12 @@ void add_run_flags(CLI::App* sub, RunFlags& flags);
 void set_trailing_command(std::vector<std::string> command);
 std::vector<std::string> job_command();
 engine::JobRequest to_request(const RunFlags& flags);
+// Runs a job attached, as `nodus run` does (cli/cmd_run.cc); `job_id` gets its id once stored.
+int run_attached(const RunFlags& flags, int64_t* job_id);
+// --loader's knobs reach a DataLoader only through nodus's Python hook: throws Fatal (exit 125),
+// before anything runs, for a job the hook cannot reach (not Python, --no-instrument, python -I,
+// another backend). to_request calls it for a run's knobs; a sweep for its loader axes too.
+void check_loader_reach(const RunFlags& flags, const engine::JobRequest& request);
 
 std::unique_ptr<store::Store> open_store();
 // For commands that only read (ps, show, logs, cost, sweeps, gpus, report, wait): the store,

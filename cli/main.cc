@@ -29,6 +29,7 @@ int main(int argc, char** argv) {
       cli::add_logs(app),   cli::add_stop(app),      cli::add_sweeps(app),     cli::add_cost(app),
       cli::add_prices(app), cli::add_estimate(app),  cli::add_report(app),     cli::add_config(app),
       cli::add_gpus(app),   cli::add_supervise(app), cli::add_completion(app), cli::add_wait(app),
+      cli::add_try(app),
   };
   // Every subcommand's options on one page: what help2man turns into the man page. Set after
   // the subcommands are made, so they do not inherit it (their --help stays their own).

@@ -148,7 +148,7 @@ void apply_spec_file(const std::string& path, CLI::App& app, RunFlags& run, Swee
   if (!root.IsMap()) spec.fail(root.Mark(), "expected a map of keys (name, gpu, command, ...)");
   std::set<std::string> keys = {"name",         "gpu",    "resources", "caps",    "env",
                                 "workdir",      "image",  "backend",   "command", "throughput",
-                                "metric_regex", "warmup", "log_limit"};
+                                "metric_regex", "warmup", "log_limit", "loader"};
   if (sweep) keys.insert({"params", "objective", "repeat", "parallel", "sample", "seed"});
   spec.check_keys(root, keys, sweep ? "" : " (a job spec; params and the like are for sweep -f)");
 
@@ -225,6 +225,10 @@ void apply_spec_file(const std::string& path, CLI::App& app, RunFlags& run, Swee
     for (const auto& item : rx)
       run.metric_regex.push_back(value_of(item, "metric_regex", "--metric-regex"));
   }
+  if (auto knobs = root["loader"]; knobs && !given(app, "--loader")) {
+    if (!knobs.IsSequence()) spec.fail(knobs.Mark(), "loader: expected a list of KNOB=VALUE");
+    for (const auto& item : knobs) run.loader.push_back(value_of(item, "loader", "--loader"));
+  }
   if (auto cmd = root["command"]; cmd && run.command.empty()) {
     // A list: each item one argument, never through a shell (write [sh, -c, "..."] for one).
     if (!cmd.IsSequence() || cmd.size() == 0)
@@ -295,6 +299,11 @@ std::string sweep_spec_yaml(const RunFlags& run, const SweepSpec& sweep) {
     out << YAML::Key << "throughput" << YAML::Value << run.throughput;
   if (run.warmup != "5s") out << YAML::Key << "warmup" << YAML::Value << run.warmup;
   if (run.log_limit != "1G") out << YAML::Key << "log_limit" << YAML::Value << run.log_limit;
+  if (!run.loader.empty()) {
+    out << YAML::Key << "loader" << YAML::Value << YAML::BeginSeq;
+    for (const auto& k : run.loader) out << YAML::DoubleQuoted << k;
+    out << YAML::EndSeq;
+  }
   if (!run.metric_regex.empty()) {
     out << YAML::Key << "metric_regex" << YAML::Value << YAML::BeginSeq;
     for (const auto& r : run.metric_regex) out << YAML::DoubleQuoted << r;

@@ -15,7 +15,8 @@ struct RunFigures {
   double wall_s = 0, gpu_seconds = 0, cost = 0;
   std::optional<double> throughput, data_wait, util_mean, idle_usd, per_m;
   std::optional<std::string> verdict;
-  std::string unsteady;  // sweep::CellResult::unsteady
+  std::optional<int> workers;  // the driving DataLoader's num_workers (the hook's)
+  std::string unsteady;        // sweep::CellResult::unsteady
   std::map<std::string, double> metrics;
 };
 
@@ -36,6 +37,11 @@ RunFigures figures_of(store::Store& store, const JobRecord& job) {
     f.data_wait = num("data_wait_share");
     f.util_mean = num("util_mean");
     f.idle_usd = num("idle_usd");
+    if (v.contains("loaders") && v["loaders"].is_array() && v.contains("loader_driver"))
+      for (const auto& l : v["loaders"])
+        if (l.is_object() && l.value("name", nlohmann::json()) == v["loader_driver"] &&
+            l.contains("workers") && l["workers"].is_number_integer())
+          f.workers = l["workers"].get<int>();
     // A verdict whenever there is something to say: a diagnosis, or GPU figures to call "ok".
     if (v.contains("verdict") && v["verdict"].is_string() &&
         (f.util_mean || v["verdict"] != "no-gpu-data"))
@@ -136,6 +142,9 @@ SweepResults load_sweep_results(store::Store& store, const store::SweepRecord& s
     r.util_mean = mean_opt(runs, &RunFigures::util_mean);
     r.idle_usd = mean_opt(runs, &RunFigures::idle_usd);
     r.verdict = runs.back().verdict;
+    r.loader_workers = runs.back().workers;
+    for (const auto& f : runs)
+      if (f.workers != r.loader_workers) r.loader_workers.reset();  // runs that disagree
     for (const auto& f : runs)
       if (r.unsteady.empty()) r.unsteady = f.unsteady;
     std::map<std::string, std::vector<double>> metric_runs;

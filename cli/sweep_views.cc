@@ -38,6 +38,7 @@ void print_sweep(store::Store& store, const store::SweepRecord& sweep, const Swe
   }
   Table table = value_or_throw(sweep::compare_table(results.cells, options));
   std::string summary = sweep::summary_sentence(results.cells, options.objective);
+  const std::string workers = sweep::workers_sentence(results.cells);
   if (format == Format::kJson) {
     auto best = sweep::best_cell(results.cells, options.objective);
     nlohmann::json out = {
@@ -57,7 +58,8 @@ void print_sweep(store::Store& store, const store::SweepRecord& sweep, const Swe
           {"created_at", sweep.created_at}}},
         {"cells", table.raw_rows()},
         {"best_cell", best ? nlohmann::json(results.cells[*best].index) : nlohmann::json()},
-        {"summary", or_null(summary)}};
+        {"summary", or_null(summary)},
+        {"loader", or_null(workers)}};
     return print(dump_json(out) + "\n");
   }
   print(table.render(format));
@@ -70,6 +72,7 @@ void print_sweep(store::Store& store, const store::SweepRecord& sweep, const Swe
             (results.stopped_early == 1 ? " cell" : " cells") + " stopped early, about " +
             format_usd(results.saved_usd) + " not spent";
   if (!summary.empty()) tail += "\n" + summary;
+  if (!workers.empty()) tail += "\n" + workers;
   print(tail + "\n");
 }
 

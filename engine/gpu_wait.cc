@@ -6,6 +6,7 @@
 #include <cstdio>
 
 #include "core/error.h"
+#include "core/lifecycle.h"
 #include "engine/signals.h"
 #include "engine/stop_controller.h"
 #include "store/gpu_locks.h"
@@ -35,7 +36,7 @@ std::string held_by_other_stores(const store::Store& store, const std::string& t
 Acquired acquire_gpus(store::Store& store, JobRecord& job, const Inventory& inventory, bool no_wait,
                       SignalWatch* signals, bool attach) {
   if (job.gpu_count == 0) {
-    job.state = JobState::kStarting;
+    move_job(job, JobState::kStarting);
     return Acquired::kClaimed;
   }
   const int64_t pid = getpid();
@@ -45,7 +46,7 @@ Acquired acquire_gpus(store::Store& store, JobRecord& job, const Inventory& inve
     if (auto got =
             store.claim_gpus(job.id, job.gpu_type, job.gpu_count, inventory.gpus, pid, start)) {
       job.gpu_indices = *got;
-      job.state = JobState::kStarting;
+      move_job(job, JobState::kStarting);
       store.update_job(job);
       return Acquired::kClaimed;
     }
@@ -64,16 +65,14 @@ Acquired acquire_gpus(store::Store& store, JobRecord& job, const Inventory& inve
 
 void end_unstarted(store::Store& store, JobRecord& job, Acquired why, int signal) {
   if (why == Acquired::kBusy) {
-    job.state = JobState::kFailed;
-    job.exit_code = exit_code::kNodusError;
-    job.note = "not started: its GPUs were busy (--no-wait)";
+    end_job(job, {JobState::kFailed, unix_now(), exit_code::kNodusError,
+                  "not started: its GPUs were busy (--no-wait)"});
   } else {
-    job.state = state_for_signal(signal);
-    job.exit_code = exit_status_for(job);
-    job.note = job.state == JobState::kCancelled ? "not started: interrupted while waiting for GPUs"
-                                                 : "not started: stopped while waiting for GPUs";
+    const JobState state = state_for_signal(signal);
+    end_job(job, {state, unix_now(), std::nullopt,
+                  state == JobState::kCancelled ? "not started: interrupted while waiting for GPUs"
+                                                : "not started: stopped while waiting for GPUs"});
   }
-  job.ended_at = unix_now();
   store.update_job(job);
 }
 

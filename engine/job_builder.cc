@@ -52,8 +52,7 @@ JobRecord build_job(const JobRequest& r, const billing::Catalog& catalog,
   if (r.timeout) job.timeout_ms = r.timeout->count();
   job.grace_ms = r.grace.count();
   job.options = r.supervise.to_json();
-  job.created_at = unix_now();
-  job.state = JobState::kWaiting;
+  job.created_at = unix_now();  // waiting, as every new record is (core/lifecycle.h)
 
   if (!r.gpu.none()) {
     const billing::PriceEntry* entry = value_or_throw(catalog.lookup(r.gpu.type));

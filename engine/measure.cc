@@ -151,6 +151,7 @@ nlohmann::json prepare_instrumentation(const JobRecord& job, const SuperviseOpti
     rest = own;
   env["PYTHONPATH"] = rest.empty() ? dir : dir + ":" + rest;
   env["NODUS_HOOK_DIR"] = dir;
+  if (!options.loader.empty()) env["NODUS_LOADER"] = telemetry::loader_env(options.loader);
   // The hook reads batches ("20") or seconds ("5s"): "1m" and "500ms" reach it as seconds.
   auto warmup = telemetry::parse_warmup(options.warmup);
   if (warmup && warmup->seconds) {
@@ -332,6 +333,8 @@ Conclusion Measurement::conclude(const JobRecord& job, SeriesSource& series, dou
       phases.steady_t = number(state, "steady_t");
       if (phases.first_batch_t) phases.source = "instrumented";
     }
+    if (rank == m.states.begin()->first && state.contains("overrides"))
+      c.stats["loader_overrides"] = state["overrides"];  // --loader: what the hook did
     if (rank == m.states.begin()->first && state.contains("loaders")) {
       loaders = state["loaders"];
       if (state.contains("driver")) c.stats["loader_driver"] = state["driver"];

@@ -12,6 +12,7 @@
 #include "backend/local/container.h"
 #include "billing/stop_plan.h"
 #include "core/cost.h"
+#include "core/lifecycle.h"
 #include "core/parse.h"
 #include "core/proc.h"
 #include "engine/supervisor.h"
@@ -179,16 +180,13 @@ JobRecord force_end(store::Store& store, JobRecord job, JobState state, const st
     note += "; cgroup " + cgroup + " still held processes " +
             std::to_string(kOrphanKillLimit.count()) + " ms after cgroup.kill";
   const double now = unix_now();
-  job.state = state;
-  job.ended_at = now;
   if (job.started_at) {
     job.cost = cost_usd(job.gpu_count, job.rate_per_gpu_hour, std::max(0.0, now - *job.started_at));
     if (auto cap = effective_cap(job.max_cost, budget_cap_of(job)); cap && job.cost > *cap)
       note += "; billed " + format_usd(job.cost) + " for all it ran, " +
               format_usd(job.cost - *cap) + " past its cap";
   }
-  job.exit_code = exit_status_for(job);
-  job.note = job.note.empty() ? note : job.note + "; " + note;
+  end_job(job, {state, now, std::nullopt, note});
   store.update_job(job);
   store.release_gpus(job.id);
   return job;

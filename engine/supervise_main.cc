@@ -11,6 +11,7 @@
 
 #include "backend/backend.h"
 #include "core/error.h"
+#include "core/lifecycle.h"
 #include "engine/gpu_wait.h"
 #include "engine/signals.h"
 #include "engine/supervisor.h"
@@ -103,7 +104,7 @@ int supervise_main(const SweepMain& sweep) {
       end_unstarted(*store, job, got, signals.take().value_or(SIGTERM));
       return exit_status_for(job);
   }
-  job.state = JobState::kStarting;
+  move_job(job, JobState::kStarting);
   store->update_job(job);
 
   auto backend = backend::make_backend(job.backend);

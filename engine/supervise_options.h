@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <map>
 #include <nlohmann/json_fwd.hpp>
 #include <optional>
 #include <string>
@@ -21,6 +22,8 @@ struct SuperviseOptions {
   bool instrument = true;     // the Python hook for jobs that run Python (--no-instrument)
   bool profile = false;       // torch.profiler inside the hook (--profile)
   std::string warmup = "5s";  // batches ("20") or a duration (--warmup)
+  // DataLoader knobs the hook sets (--loader; telemetry/pyhook.h): knob -> value.
+  std::map<std::string, std::string> loader;
   std::optional<std::chrono::milliseconds> measure;  // stop after this much steady state
   std::optional<int> cpus_per_gpu;                   // --cpus-per-gpu (backend/local/cpuset.h)
   uint64_t log_limit = kDefaultLogLimit;             // --log-limit in bytes; 0: none

@@ -15,6 +15,7 @@
 #include "billing/catalog.h"
 #include "billing/stop_plan.h"
 #include "core/error.h"
+#include "core/lifecycle.h"
 #include "core/parse.h"
 #include "engine/measure.h"
 #include "engine/observer.h"
@@ -48,10 +49,6 @@ double latest_end(const backend::Outcome& o) {
 
 void note(bool attach, const std::string& text) {
   if (attach) std::fprintf(stderr, "nodus: %s\n", text.c_str());
-}
-
-void add_note(JobRecord& job, const std::string& line) {
-  job.note = job.note.empty() ? line : job.note + "; " + line;
 }
 
 // What the job is billed: all it ran (start to the moment its tree was dead) at its rate, as
@@ -209,7 +206,7 @@ int Supervisor::run(JobRecord& job, const SuperviseRun& run) {
                              backend::local::cgroup_from_note(ready.note));
     JobRecord pending = ready;
     const double now = unix_now();
-    pending.state = JobState::kStarting;
+    move_job(pending, JobState::kStarting);
     pending.started_at = now;
     store_.update_job(pending);
     store_.write_tick(pending.id, {now, {}, {}, {}});
@@ -217,15 +214,13 @@ int Supervisor::run(JobRecord& job, const SuperviseRun& run) {
 
   auto submitted = backend_.submit(job, spec);
   if (!submitted) {
-    job.state = JobState::kFailed;
-    job.exit_code = submitted.error().exit_code;
-    job.ended_at = unix_now();
-    job.note = submitted.error().message;
+    end_job(job, {JobState::kFailed, unix_now(), submitted.error().exit_code,
+                  submitted.error().message});
     store_.release_gpus(job.id);
     store_.update_job(job);
     throw Fatal(submitted.error());
   }
-  job.state = job.started_at ? JobState::kRunning : JobState::kStarting;
+  move_job(job, job.started_at ? JobState::kRunning : JobState::kStarting);
   record(job, run.attach);
   if (run.on_launched) run.on_launched(job, "");
 
@@ -353,10 +348,8 @@ int Supervisor::run(JobRecord& job, const SuperviseRun& run) {
       // job's runs so far are billed by the backend's refresh). A hold, which no amount of
       // waiting ends, is said once, with what releases it.
       bool changed = false;
-      if (!job.started_at && job.state != JobState::kWaiting) {
-        job.state = JobState::kWaiting;
-        changed = true;
-      }
+      if (!job.started_at && job.state != JobState::kWaiting)
+        changed = move_job(job, JobState::kWaiting);
       if (event->why.find("Held") != std::string::npos) {
         std::string held = "Slurm holds job " + job.backend_id + " in its queue (" + event->why +
                            "); it starts once released (scontrol release " + job.backend_id + ")";
@@ -368,7 +361,7 @@ int Supervisor::run(JobRecord& job, const SuperviseRun& run) {
     }
     if (event->kind == backend::Event::Kind::kStarted) {
       job.started_at = event->started_at;
-      job.state = JobState::kRunning;
+      move_job(job, JobState::kRunning);
       record(job, run.attach);
       arm();
       poke();
@@ -452,17 +445,18 @@ int Supervisor::run(JobRecord& job, const SuperviseRun& run) {
       reason.reset();
     }
   }
+  JobEnd end{JobState::kFailed, outcome.ended_at, outcome.exit_code, ""};
   if (reason) {
-    job.state = *reason;
+    end.state = *reason;
   } else if (!outcome.stopped_by_cluster.empty()) {
     // The cluster's own limit, not the job and not nodus: a timeout, with what set it.
-    add_note(job, outcome.stopped_by_cluster);
     note(run.attach, outcome.stopped_by_cluster);
-    job.state = JobState::kTimeout;
-  } else {
-    job.state = outcome.exit_code == 0 ? JobState::kCompleted : JobState::kFailed;
+    end.state = JobState::kTimeout;
+    end.note = outcome.stopped_by_cluster;
+  } else if (outcome.exit_code == 0) {
+    end.state = JobState::kCompleted;
   }
-  job.exit_code = job.state == JobState::kFailed ? outcome.exit_code : exit_status_for(job);
+  end_job(job, end);
   std::string verdict = observer.finish(job);
   try {
     store_.release_gpus(job.id);

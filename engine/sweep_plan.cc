@@ -1,5 +1,6 @@
 #include "engine/sweep_plan.h"
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
 
 #include "sweep/cell_key.h"
@@ -29,6 +30,10 @@ std::vector<PlannedCell> plan_cells(const SweepPlanInput& input, const sweep::Gr
       p.job = input.base;
       p.job.argv = tmpl.resolve(cell);
       p.job.params = sweep::params_json(cell.params);
+      for (const auto& param : cell.params)
+        if (std::find(input.loader_axes.begin(), input.loader_axes.end(), param.name) !=
+            input.loader_axes.end())
+          (*p.job.options)["loader"][param.name] = param.value;
       p.job.cell_index = p.index;
       p.env = input.env;
       for (const auto& [k, v] : sweep::cell_env(cell)) p.env[k] = v;

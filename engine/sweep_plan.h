@@ -31,6 +31,9 @@ struct SweepPlanInput {
   std::optional<double> max_cost;
   std::vector<int> indices;  // grid cells to run (ascending); empty: every cell
   int repeat = 1;
+  // Axes whose value is a DataLoader knob the hook sets (sweep --loader): each cell's value
+  // goes into its job's options ("loader"), beside the knobs every cell has.
+  std::vector<std::string> loader_axes;
 };
 
 // A stored cell_index split into the grid cell and the repeat (0-based).

@@ -13,6 +13,7 @@
 #include "backend/backend.h"
 #include "core/cost.h"
 #include "core/error.h"
+#include "core/lifecycle.h"
 #include "core/parse.h"
 #include "core/pidfd.h"
 #include "engine/cell_order.h"
@@ -140,7 +141,7 @@ class CellLauncher : public SweepScheduler::Launcher {
       if (!got) return Outcome::kGpusBusy;
       job.gpu_indices = *got;
     }
-    job.state = JobState::kStarting;
+    move_job(job, JobState::kStarting);
     store_.update_job(job);
     Ticket ticket;
     ticket.job_id = job.id;
@@ -167,9 +168,8 @@ class CellLauncher : public SweepScheduler::Launcher {
     progress_.cell_skipped(cell, "its worst case " + (worst ? format_usd(*worst) : "(unbounded)") +
                                      " exceeds the " + format_usd(left) + " left of the budget");
     if (job.id != 0) {  // an attempt that waited for GPUs in an earlier run
-      job.state = JobState::kBudget;
-      job.ended_at = unix_now();
-      job.note = "not started: the sweep's budget could not cover its worst case";
+      end_job(job, {JobState::kBudget, unix_now(), std::nullopt,
+                    "not started: the sweep's budget could not cover its worst case"});
       store_.update_job(job);
     }
   }
@@ -297,9 +297,8 @@ std::string SweepRunner::run(store::SweepRecord& sweep, std::vector<PlannedCell>
   for (size_t i : scheduler.pending()) {  // attempts that waited for GPUs and never started
     JobRecord& job = cells[i].job;
     if (job.id == 0 || is_final(job.state)) continue;
-    job.state = JobState::kCancelled;
-    job.ended_at = unix_now();
-    job.note = "not started: the sweep was stopped while it waited for GPUs";
+    end_job(job, {JobState::kCancelled, unix_now(), std::nullopt,
+                  "not started: the sweep was stopped while it waited for GPUs"});
     store_.release_gpus(job.id);
     store_.update_job(job);
   }

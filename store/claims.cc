@@ -10,6 +10,7 @@
 #include <set>
 
 #include "core/cost.h"
+#include "core/lifecycle.h"
 #include "core/parse.h"
 #include "store/gpu_locks.h"
 #include "store/impl.h"
@@ -207,17 +208,19 @@ std::vector<int64_t> Store::reconcile_dead_supervisors() {
   }
   std::vector<int64_t> ids;
   for (const Dead& d : dead) {
-    if (d.kept)
-      db.prepare(
-            "UPDATE jobs SET state = ?, exit_code = ?, signal = ?, ended_at = ?, cost = ?, "
-            "note = ? WHERE id = ?")
-          .bind_all(std::string(to_string(d.kept->state)), d.kept->exit_code, d.kept->signal,
-                    d.ended_at, d.cost, d.note, d.id)
-          .run();
-    else
-      db.prepare("UPDATE jobs SET state = 'lost', ended_at = ?, cost = ?, note = ? WHERE id = ?")
-          .bind_all(d.ended_at, d.cost, d.note, d.id)
-          .run();
+    // Lost, or the end its supervisor saw and could not write: an end like any other
+    // (core/lifecycle.h), its state and exit code decided there.
+    JobRecord end;
+    end.note = d.note;
+    end_job(end, d.kept ? JobEnd{d.kept->state, d.ended_at, d.kept->exit_code, ""}
+                        : JobEnd{JobState::kLost, d.ended_at, std::nullopt, ""});
+    db.prepare(
+          "UPDATE jobs SET state = ?, exit_code = ?, signal = ?, ended_at = ?, cost = ?, "
+          "note = ? WHERE id = ?")
+        .bind_all(std::string(to_string(end.state)), end.exit_code,
+                  d.kept ? d.kept->signal : std::optional<int>{}, d.ended_at, d.cost, end.note,
+                  d.id)
+        .run();
     db.prepare("DELETE FROM gpu_claims WHERE job_id = ?").bind(1, d.id).run();
     ids.push_back(d.id);
   }

@@ -364,6 +364,53 @@ std::string summary_of(const std::vector<CellResult>& cells, const Objective& o,
 }
 }  // namespace
 
+std::string workers_sentence(const std::vector<CellResult>& cells) {
+  std::vector<const CellResult*> measured;
+  std::set<int> workers;
+  for (const auto& c : cells)
+    if (c.state == "completed" && c.unsteady.empty() && c.loader_workers && c.data_wait &&
+        c.throughput) {
+      measured.push_back(&c);
+      workers.insert(*c.loader_workers);
+    }
+  // Other axes too (two cells with one num_workers): which cells to hold side by side is not
+  // nodus's to guess.
+  if (measured.size() < 2 || workers.size() != measured.size()) return "";
+  std::sort(measured.begin(), measured.end(), [](const CellResult* a, const CellResult* b) {
+    return *a->loader_workers < *b->loader_workers;
+  });
+  auto name = [&](const CellResult& c) {
+    const std::string workers = "num_workers=" + std::to_string(*c.loader_workers);
+    const std::string label = label_in(cells, c);
+    return label + " (" + (label.find(workers) == std::string::npos ? workers + ", " : "") +
+           "data wait " + fixed(100 * *c.data_wait, 0) + "%)";
+  };
+  const CellResult* smallest = nullptr;
+  const CellResult* fastest = measured.front();
+  const CellResult* lowest = measured.front();
+  for (const CellResult* c : measured) {
+    if (!smallest && *c->data_wait <= kLoaderWaitLine) smallest = c;
+    if (*c->throughput > *fastest->throughput) fastest = c;
+    if (*c->data_wait < *lowest->data_wait) lowest = c;
+  }
+  const std::string line = fixed(100 * kLoaderWaitLine, 0) + "%";
+  if (!smallest)
+    return "loader: no num_workers tried brought the data wait to " + line +
+           " or less; the lowest, " + name(*lowest) +
+           ", still waits on its loader: try more workers, or a cheaper transform";
+  std::string out = "loader: " + name(*smallest) +
+                    " is the smallest num_workers whose data wait is " + line + " or less";
+  if (fastest == smallest) return out + ", and the fastest";
+  const double ratio = *fastest->throughput / *smallest->throughput;
+  const int more = *fastest->loader_workers - *smallest->loader_workers;
+  out += "; the fastest, " + name(*fastest) + ", has " + fixed(ratio, 2) + "x its throughput";
+  if (more > 0) out += " for " + std::to_string(more) + " more worker" + (more == 1 ? "" : "s");
+  if (ratio < 1 + kSingleRunMargin)
+    out += ", within the " + fixed(kSingleRunMargin * 100, 0) +
+           "% one run can vary: the extra workers buy nothing measured";
+  return out;
+}
+
 std::string summary_sentence(const std::vector<CellResult>& cells, const Objective& o) {
   Ranking r = rank_cells(cells, o);
   const std::string unjudged = warm_up_cells(cells, o);

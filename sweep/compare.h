@@ -40,11 +40,12 @@ struct CellResult {
   std::optional<int> exit_code;
   double wall_s = 0;
   double gpu_seconds = 0;
-  double cost = 0;                   // USD
-  std::optional<double> throughput;  // steady samples/s (or the --throughput metric)
-  std::optional<double> data_wait;   // fraction 0..1 of loop time spent waiting for batches
-  std::optional<double> util_mean;   // percent
-  std::optional<double> idle_usd;    // money that bought idle GPU time
+  double cost = 0;                    // USD
+  std::optional<double> throughput;   // steady samples/s (or the --throughput metric)
+  std::optional<double> data_wait;    // fraction 0..1 of loop time spent waiting for batches
+  std::optional<int> loader_workers;  // the driving DataLoader's num_workers, as the hook saw it
+  std::optional<double> util_mean;    // percent
+  std::optional<double> idle_usd;     // money that bought idle GPU time
   std::optional<std::string> verdict;
   // Why the cell's rates (throughput, $/M samples, data wait) are not its steady state's, e.g.
   // "still in warm-up at the end"; "" when they are (or the phases are unknown). Such a cell is
@@ -107,6 +108,17 @@ std::optional<size_t> best_cell(const std::vector<CellResult>& cells,
 // (throughput, cost_per_msample): the sentence names them and what to change, and when fewer
 // than two cells are left it names no best cell.
 std::string summary_sentence(const std::vector<CellResult>& cells, const Objective& objective = {});
+
+// The data wait at or under which the loader no longer holds the loop back: "near zero" in the
+// fix it names ("keep the smallest num_workers that drives the data-wait share near zero").
+inline constexpr double kLoaderWaitLine = 0.10;
+
+// In a sweep whose cells differ in their DataLoader's num_workers and in nothing else (each
+// completed, steady cell its own num_workers, as the hook measured it): the smallest num_workers
+// whose data wait is at most kLoaderWaitLine, beside the fastest cell and what its extra workers
+// buy; when none gets there, the cell with the lowest wait and that the loader is still the
+// bottleneck. "" when the sweep is not such a sweep.
+std::string workers_sentence(const std::vector<CellResult>& cells);
 
 struct CompareOptions {
   // A column key; "" keeps cell order. Descending for throughput, ascending otherwise; empty

@@ -71,6 +71,52 @@ std::optional<std::string> python_ignores_hook(const std::vector<std::string>& a
   return std::nullopt;
 }
 
+Result<std::map<std::string, std::string>> parse_loader_knobs(
+    const std::vector<std::string>& flags) {
+  static const char* const kAllowed =
+      "num_workers (0 or more), prefetch_factor or batch_size (1 or more), pin_memory or "
+      "persistent_workers (true or false)";
+  std::map<std::string, std::string> knobs;
+  for (const std::string& flag : flags) {
+    size_t begin = 0;
+    for (;;) {
+      size_t end = flag.find(',', begin);
+      std::string part = flag.substr(begin, end == std::string::npos ? end : end - begin);
+      auto eq = part.find('=');
+      std::string knob = part.substr(0, eq),
+                  value = eq == std::string::npos ? "" : part.substr(eq + 1);
+      auto bad = [&](const std::string& why) {
+        return Error::permanent("--loader: invalid value '" + part + "': " + why);
+      };
+      if (eq == std::string::npos)
+        return bad("expected KNOB=VALUE, a knob one of " + std::string(kAllowed));
+      if (knob == "pin_memory" || knob == "persistent_workers") {
+        if (value != "true" && value != "false") return bad(knob + " is true or false");
+      } else if (knob == "num_workers" || knob == "prefetch_factor" || knob == "batch_size") {
+        const int least = knob == "num_workers" ? 0 : 1;
+        bool digits = !value.empty() && value.size() <= 6 &&
+                      value.find_first_not_of("0123456789") == std::string::npos;
+        if (!digits || std::stoi(value) < least)
+          return bad(knob + " is a whole number, " + std::to_string(least) + " or more");
+        value = std::to_string(std::stoi(value));  // "08" -> "8"
+      } else {
+        return bad("unknown knob '" + knob + "': the knobs are " + kAllowed);
+      }
+      if (!knobs.emplace(knob, value).second)
+        return bad(knob + " is given twice (one value per knob)");
+      if (end == std::string::npos) break;
+      begin = end + 1;
+    }
+  }
+  return knobs;
+}
+
+std::string loader_env(const std::map<std::string, std::string>& knobs) {
+  std::string out;
+  for (const auto& [knob, value] : knobs) out += (out.empty() ? "" : ",") + knob + "=" + value;
+  return out;
+}
+
 Result<void> write_pyhook(const std::string& dir) {
   if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST)
     return Error::permanent("cannot create " + dir + ": " + std::strerror(errno));

@@ -27,6 +27,7 @@
 #include "core/config.h"
 #include "core/files.h"
 #include "core/helper_children.h"
+#include "core/lifecycle.h"
 
 namespace nodus::backend {
 namespace {
@@ -75,10 +76,6 @@ struct LocalJob {
     if (pidfd >= 0) ::close(pidfd);
   }
 };
-
-void add_note(JobRecord& job, const std::string& line) {
-  job.note = job.note.empty() ? line : job.note + "; " + line;
-}
 
 timespec until(SteadyTime deadline) {
   auto left = std::max(deadline - Clock::now(), Clock::duration::zero());

@@ -23,6 +23,7 @@
 #include "backend/slurm/rest.h"
 #include "billing/catalog.h"
 #include "core/error.h"
+#include "core/lifecycle.h"
 
 namespace nodus::backend::slurm {
 namespace {
@@ -88,24 +89,14 @@ double cost_of(const JobRecord& job, double seconds) {
   return billing::cost_usd(job.gpu_count, job.rate_per_gpu_hour, std::max(0.0, seconds));
 }
 
-void add_note(JobRecord& job, const std::string& line) {
-  if (job.note.find(line) == std::string::npos)
-    job.note = job.note.empty() ? line : job.note + "; " + line;
-}
-
 // A job Slurm ended, as its last record and every run have it: its state (Slurm's, or the stop
 // nodus planned), times, exit code and bill, and a note when Slurm's own time limit ended it.
 // The one place refresh and the bill from accounting record an end.
 void record_end(JobRecord& job, const SlurmJob& last, const std::vector<RunSegment>& segments) {
   Outcome o = outcome_of(last);
-  job.state = final_state_of(last, job);
+  end_job(job, {final_state_of(last, job), o.ended_at, o.exit_code, ""});
   job.started_at = segments.empty() ? o.started_at : segments.front().start;
-  job.ended_at = o.ended_at;
   job.signal = o.signal;
-  job.exit_code = job.state == JobState::kCostCap || job.state == JobState::kBudget
-                      ? exit_code::kCostCap
-                  : job.state == JobState::kTimeout ? exit_code::kTimeout
-                                                    : o.exit_code;
   job.cost = cost_of(job, segments.empty() ? o.ended_at - o.started_at : total_seconds(segments));
   if (auto why = stopped_by_time_limit(last, job); !why.empty()) add_note(job, why);
 }
@@ -617,10 +608,9 @@ Result<bool> SlurmBackend::refresh(JobRecord& job) {
   if (!*id) {
     // Nobody supervises it (refresh's contract) and Slurm has no job by its name: it was never
     // submitted, or it ended longer ago than Slurm remembers. Either way it will not move again.
-    job.state = JobState::kLost;
-    job.note = "Slurm has no job named " + slurm_job_name(job, (*rest)->settings()) +
-               " (never submitted, or it ended more than MinJobAge ago)";
-    if (!job.ended_at) job.ended_at = unix_now();
+    end_job(job, {JobState::kLost, std::nullopt, std::nullopt,
+                  "Slurm has no job named " + slurm_job_name(job, (*rest)->settings()) +
+                      " (never submitted, or it ended more than MinJobAge ago)"});
     return true;
   }
   auto records = (*rest)->job(**id);
@@ -640,19 +630,18 @@ Result<bool> SlurmBackend::refresh(JobRecord& job) {
   if (r == nullptr) {
     if (!accounted)
       add_note(job, "Slurm's accounting did not answer: " + accounted.error().message);
-    job.state = JobState::kLost;
-    job.note = "Slurm no longer knows job " + std::to_string(**id) +
-               " (it ended more than MinJobAge ago, or the cluster was reset)";
-    if (!job.ended_at) job.ended_at = unix_now();
+    end_job(job, {JobState::kLost, std::nullopt, std::nullopt,
+                  "Slurm no longer knows job " + std::to_string(**id) +
+                      " (it ended more than MinJobAge ago, or the cluster was reset)"});
     return true;
   }
   switch (phase_of(r->state)) {
     case Phase::kQueued:  // not started yet, or requeued: the runs so far are billed
-      job.state = JobState::kWaiting;
+      move_job(job, JobState::kWaiting);
       job.cost = cost_of(job, total_seconds(run_segments(runs, r, unix_now())));
       break;
     case Phase::kRunning: {
-      job.state = JobState::kRunning;
+      move_job(job, JobState::kRunning);
       auto segments = run_segments(runs, r, unix_now());
       if (!segments.empty()) job.started_at = segments.front().start;
       job.cost = cost_of(job, total_seconds(segments));

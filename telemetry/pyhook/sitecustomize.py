@@ -14,8 +14,13 @@
 #      $NODUS_HOOK_DIR/auto-<rank>.jsonl (samples_per_sec, data_wait, step_time, batch_size of
 #      the most-iterated loader) and a state file loaders-<rank>.json (every loader, the time of
 #      the first batch and the end of the warm-up).
-# It never changes what the program does or prints: the batch and any exception pass through
-# untouched, and any failure inside the hook disables it with one line on stderr.
+#   5. with NODUS_LOADER set (nodus run --loader), sets DataLoader arguments as each DataLoader
+#      is built: num_workers, pin_memory, persistent_workers, prefetch_factor, batch_size, for a
+#      script that takes none of them as flags; what was set, what was not and why, goes into
+#      the state file ("overrides"), never silently.
+# Beyond what NODUS_LOADER asks, it never changes what the program does or prints: the batch and
+# any exception pass through untouched, and any failure inside the hook disables it with one
+# line on stderr.
 import sys as _nodus_sys
 
 
@@ -37,6 +42,86 @@ try:
     _nodus_chain()
 except Exception as _e:  # what the shadowed file raises, Python would print and carry on too
     _nodus_sys.stderr.write("nodus: the shadowed sitecustomize failed: %r\n" % (_e,))
+
+
+class _NodusLoaderKnobs(object):
+    # NODUS_LOADER ("num_workers=8,pin_memory=true", checked by nodus before the job started),
+    # applied to every DataLoader the program builds. A knob is not set where it would change
+    # more than it says: an IterableDataset is copied into every worker (without sharding of its
+    # own, each worker would yield every sample), a batch_sampler makes its own batches, and
+    # prefetch_factor and persistent_workers need workers. Each refusal is recorded with why.
+    FLAGS = ("pin_memory", "persistent_workers")
+    COUNTS = {"num_workers": 0, "prefetch_factor": 1, "batch_size": 1}  # knob -> least value
+
+    def __init__(self, spec):
+        self.asked = {}
+        for part in spec.split(","):
+            key, _, value = part.partition("=")
+            key, value = key.strip(), value.strip()
+            if key in self.FLAGS and value in ("true", "false"):
+                self.asked[key] = value == "true"
+            elif key in self.COUNTS and value.isdigit() and int(value) >= self.COUNTS[key]:
+                self.asked[key] = int(value)
+            else:
+                raise ValueError("NODUS_LOADER: %r is not a loader knob nodus sets" % part)
+        self.built = {}  # id(dataset) -> what happened to the loader built on it
+
+    def apply(self, arguments, parameters, iterable_type, site):
+        def value(k):
+            if k in arguments:
+                return arguments[k]
+            p = parameters.get(k)
+            return None if p is None else p.default
+
+        dataset = arguments.get("dataset")
+        record = {"site": site, "dataset": type(dataset).__name__, "was": {}, "applied": {},
+                  "refused": {}}
+        iterable = iterable_type is not None and isinstance(dataset, iterable_type)
+        for k, v in self.asked.items():
+            if k not in parameters:
+                record["refused"][k] = "this torch's DataLoader has no %s" % k
+            elif k == "num_workers" and iterable and v != value(k):
+                record["refused"][k] = ("an IterableDataset is copied into every worker: unless "
+                                        "it splits itself by worker, each would yield every "
+                                        "sample")
+            elif k == "batch_size" and arguments.get("batch_sampler") is not None:
+                record["refused"][k] = "the loader takes a batch_sampler, whose batches are its own"
+            elif k == "batch_size" and value(k) is None:
+                record["refused"][k] = "the loader does not batch (batch_size=None)"
+            else:
+                record["was"][k] = value(k)
+                arguments[k] = v
+                record["applied"][k] = v
+        # What needs workers, with none: asked for, refused; set by the program and left
+        # invalid by the num_workers asked for, dropped (torch would refuse the loader).
+        if not value("num_workers"):
+            for k in ("prefetch_factor", "persistent_workers"):
+                if k in record["applied"]:
+                    arguments[k] = record["was"].pop(k)
+                    del record["applied"][k]
+                    record["refused"][k] = "needs num_workers > 0 (batches load in the main process)"
+                elif "num_workers" in record["applied"] and k in arguments and k in parameters:
+                    off = parameters[k].default  # what torch takes without workers
+                    if arguments[k] != off:
+                        record["was"][k] = arguments[k]
+                        arguments[k] = off
+                        record["applied"][k] = off
+        self.built[id(dataset)] = record
+
+    def state(self, iterated):
+        # iterated: id(dataset) -> name of every loader the hook saw iterate. A loader iterated
+        # but never seen being built got nothing of what was asked.
+        loaders = []
+        for key, record in self.built.items():
+            r = dict(record)
+            r["name"] = iterated.get(key)
+            loaders.append(r)
+        for key, name in iterated.items():
+            if key not in self.built:
+                loaders.append({"name": name, "site": None, "was": {}, "applied": {},
+                                "refused": dict((k, "built where the hook could not see it")
+                                                for k in self.asked)})
+        return {"asked": self.asked, "loaders": loaders}
 
 
 class _NodusHook(object):
@@ -75,6 +160,9 @@ class _NodusHook(object):
             if len(parts) != 3 or min(parts) < 0 or parts[2] < 1:
                 raise ValueError("NODUS_PROFILE must be wait,warmup,active: %r" % spec)
             self.profile = tuple(parts)
+        self.knobs = None
+        if os.environ.get("NODUS_LOADER"):
+            self.knobs = _NodusLoaderKnobs(os.environ["NODUS_LOADER"])
         self.prof = None
         self.prof_steps = 0
         self.prof_done = False
@@ -317,6 +405,9 @@ class _NodusHook(object):
             state["first_batch_t"] = round(self.first_batch + self.unix_offset, 3)
         if self.steady is not None:
             state["steady_t"] = round(self.steady + self.unix_offset, 3)
+        if self.knobs is not None:
+            state["overrides"] = self.knobs.state(
+                dict((key, self.loaders[key]["name"]) for key in self.order))
         path = self.os.path.join(self.out_dir, "loaders-%d.json" % self.rank)
         tmp = path + ".tmp"
         with open(tmp, "w") as f:
@@ -324,7 +415,15 @@ class _NodusHook(object):
         self.os.replace(tmp, path)
 
     def at_exit(self):
-        if not self.on or self.os.getpid() != self.pid or self.first_batch is None:
+        if not self.on or self.os.getpid() != self.pid:
+            return
+        if self.first_batch is None:
+            if self.knobs is not None:  # what was asked, and that no loader ran a batch
+                try:
+                    self.find_rank()
+                    self.write_state()
+                except Exception as error:
+                    self.fail(error)
             return
         try:
             # A loop that ended inside the schedule: what was recorded is written, marked.
@@ -366,6 +465,35 @@ def _nodus_patch(module, hook):
     __next__.__wrapped__ = original
     __next__.__doc__ = original.__doc__
     cls.__next__ = __next__
+    if hook.knobs is not None:
+        _nodus_patch_loader(module, hook)
+
+
+def _nodus_patch_loader(module, hook):
+    # DataLoader.__init__ with the knobs of NODUS_LOADER set in its arguments (they were checked
+    # when the hook started; a failure here leaves that loader as the program built it, said).
+    import inspect
+    cls = module.DataLoader
+    original = cls.__init__
+    signature = inspect.signature(original)
+    parameters = signature.parameters
+    iterable_type = getattr(module, "IterableDataset", None)
+    getframe = _nodus_sys._getframe
+
+    def __init__(self, *args, **kwargs):
+        try:
+            bound = signature.bind(self, *args, **kwargs)
+            frame = getframe(1)
+            site = "%s:%d" % (hook.os.path.basename(frame.f_code.co_filename), frame.f_lineno)
+            hook.knobs.apply(bound.arguments, parameters, iterable_type, site)
+            args, kwargs = bound.args[1:], bound.kwargs
+        except Exception as error:
+            _nodus_sys.stderr.write("nodus: --loader not applied to a DataLoader: %r\n" % (error,))
+        original(self, *args, **kwargs)
+
+    __init__.__wrapped__ = original
+    __init__.__doc__ = original.__doc__
+    cls.__init__ = __init__
 
 
 class _NodusFinder(object):

@@ -137,6 +137,7 @@ INSTANTIATE_TEST_SUITE_P(
                       Case{run({"--util-window", ""}), {"--util-window"}},
                       Case{run({"--metric-regex", ""}), {"--metric-regex"}},
                       Case{run({"--throughput", ""}), {"--throughput"}},
+                      Case{run({"--loader", ""}), {"--loader", "empty value"}},
                       Case{sweep({"--param", ""}), {"--param"}},
                       Case{sweep({"-p", "a=1", "--resume", ""}), {"--resume"}},
                       Case{{"ps", "--format", ""}, {"--format"}}, Case{{"show", ""}, {"show:"}},
@@ -235,6 +236,22 @@ TEST(BadInputSuite, HasAtLeast80Invocations) {
   }
   EXPECT_GE(n, 80u);
 }
+
+// --loader (issue 33): a knob nodus does not set, a value the DataLoader would refuse, and a
+// command whose DataLoader the hook cannot reach.
+INSTANTIATE_TEST_SUITE_P(
+    LoaderKnobs, BadInput,
+    ::testing::Values(
+        Case{run({"--loader", "num_workers=-1"}), {"--loader", "'num_workers=-1'", "0 or more"}},
+        Case{run({"--loader", "threads=4"}), {"unknown knob 'threads'", "num_workers"}},
+        Case{run({"--loader", "pin_memory=yes"}), {"'pin_memory=yes'", "true or false"}},
+        Case{run({"--loader", "num_workers=2,num_workers=4"}), {"given twice"}},
+        Case{run({"--loader", "num_workers"}), {"'num_workers'", "KNOB=VALUE"}},
+        Case{sweep({"-p", "a=1", "--loader", "batch_size=0"}), {"'batch_size=0'", "1 or more"}},
+        Case{run({"--loader", "num_workers=2"}), {"'touch' does not run Python"}},
+        Case{{"run", "--loader", "num_workers=2", "--no-instrument", "--", "python3", "@M"},
+             {"drop --no-instrument"}},
+        Case{{"run", "--loader", "num_workers=2", "--", "python3", "-I", "@M"}, {"--loader:"}}));
 
 }  // namespace
 }  // namespace nodus::testing

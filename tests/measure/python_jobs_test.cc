@@ -348,5 +348,130 @@ TEST(PythonJobs, AProfilerThatFailsEndsProfilingOnlyAndIsSaid) {
       << s.dump();
 }
 
+// Issue 33: --loader sets the DataLoader's knobs in a script that takes none as flags
+// (fixed_loader.py: batch_size 16, num_workers left at 0). The script's own account of which
+// workers made its batches and how many worker processes were alive agrees with the hook's.
+TEST(PythonJobs, LoaderKnobsReachAScriptThatTakesNoFlagsAndShowSaysWhatWasSet) {
+  REQUIRE_TORCH();
+  NodusHome home;
+  auto r = home.run({"run", "--loader", "num_workers=2,pin_memory=false", "--warmup", "1", "--",
+                     kPython, kData + "fixed_loader.py"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("workers that made batches: [0, 1]"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("worker processes alive: 2"), std::string::npos) << r.out;
+  auto s = stats_of(home, "1");
+  EXPECT_EQ(s["loaders"][0]["workers"], 2) << s.dump();
+  const auto& built = s["loader_overrides"]["loaders"];
+  ASSERT_EQ(built.size(), 1u) << s.dump();
+  EXPECT_EQ(built[0]["was"]["num_workers"], 0) << s.dump();
+  EXPECT_EQ(built[0]["applied"]["num_workers"], 2) << s.dump();
+  EXPECT_EQ(built[0]["applied"]["pin_memory"], false) << s.dump();
+  EXPECT_TRUE(built[0]["refused"].empty()) << s.dump();
+  auto show = home.run({"show", "1"});
+  EXPECT_NE(show.out.find("asked num_workers=2, pin_memory=false"), std::string::npos) << show.out;
+  EXPECT_NE(show.out.find("Tagged@fixed_loader.py:29: num_workers 0 -> 2"), std::string::npos)
+      << show.out;
+
+  // Without --loader the same script runs in its main process, as written.
+  auto plain = home.run({"run", "--warmup", "1", "--", kPython, kData + "fixed_loader.py"});
+  ASSERT_EQ(plain.code, 0) << plain.err;
+  EXPECT_NE(plain.out.find("workers that made batches: [-1]"), std::string::npos) << plain.out;
+  EXPECT_FALSE(stats_of(home, "2").contains("loader_overrides"));
+}
+
+// A knob the hook must not set is not set, and says why: workers for an IterableDataset (each
+// worker would yield every sample) and prefetch_factor without workers. The rest is set.
+TEST(PythonJobs, ALoaderKnobTheHookCannotApplyIsRecordedNotSilentlyDropped) {
+  REQUIRE_TORCH();
+  NodusHome home;
+  auto r = home.run({"run", "--loader", "num_workers=2,prefetch_factor=4,batch_size=20", "--",
+                     kPython, kData + "iterable.py", "300"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("sum 358800.0"), std::string::npos) << r.out;  // every sample once, x8
+  auto s = stats_of(home, "1");
+  EXPECT_EQ(s["loaders"][0]["workers"], 0) << s.dump();
+  const auto& l = s["loader_overrides"]["loaders"][0];
+  EXPECT_NE(l["refused"]["num_workers"].get<std::string>().find("IterableDataset"),
+            std::string::npos)
+      << s.dump();
+  EXPECT_NE(l["refused"]["prefetch_factor"].get<std::string>().find("needs num_workers > 0"),
+            std::string::npos)
+      << s.dump();
+  EXPECT_EQ(l["applied"]["batch_size"], 20) << s.dump();
+  auto show = home.run({"show", "1"});
+  EXPECT_NE(show.out.find("batch_size=20 (changes the training)"), std::string::npos) << show.out;
+  EXPECT_NE(show.out.find("not set: num_workers (an IterableDataset"), std::string::npos)
+      << show.out;
+}
+
+// Issue 33: a sweep over num_workers of a script that takes no flags for its loader. Each cell's
+// DataLoader runs with its value (the script's own count of worker processes says so, and the
+// hook's), and the table names the smallest num_workers whose data wait is 10% or less: in
+// fixed_loader.py one worker loads a batch in 16 ms while a step takes 40 ms, so 1, not 2.
+TEST(PythonJobs, ASweepOverLoaderWorkersNamesTheSmallestThatRemovesTheWait) {
+  REQUIRE_TORCH();
+  NodusHome home;
+  auto r = home.run({"sweep", "--loader", "num_workers=0,1,2", "--warmup", "5", "--", kPython,
+                     kData + "fixed_loader.py"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  auto j = nlohmann::json::parse(home.run({"show", "s1", "--format", "json"}).out);
+  ASSERT_EQ(j["cells"].size(), 3u) << j.dump();
+  for (const auto& cell : j["cells"]) {
+    const std::string workers = cell["params"]["num_workers"].dump();  // 0, 1, 2
+    const std::string job = std::to_string(cell["job_id"].get<int64_t>());
+    EXPECT_NE(home.run({"logs", job}).out.find("worker processes alive: " + workers),
+              std::string::npos)
+        << workers;
+    EXPECT_EQ(stats_of(home, job)["loaders"][0]["workers"], std::stoi(workers)) << job;
+  }
+  ASSERT_TRUE(j["loader"].is_string()) << j.dump();
+  const std::string rule = j["loader"].get<std::string>();
+  EXPECT_EQ(rule.rfind("loader: num_workers=1 (data wait ", 0), 0u) << rule;
+  EXPECT_NE(rule.find("is the smallest num_workers whose data wait is 10% or less"),
+            std::string::npos)
+      << rule;
+  EXPECT_NE(r.out.find(rule), std::string::npos) << r.out;  // under the table too
+}
+
+// Issue 33: nodus try reruns a loader-starved job with the finding's first fix applied through
+// the hook (the script is not touched) and measures whether it paid: fixed_loader.py waits
+// 16 ms of every 56 for its batch in the main process; with 4 workers a step is the 40 ms of its
+// own work, 1.4x the throughput.
+TEST(PythonJobs, TryRerunsALoaderStarvedJobWithWorkersAndMeasuresThePayoff) {
+  REQUIRE_TORCH();
+  NodusHome home;
+  auto first = home.run({"run", "--warmup", "5", "--", kPython, kData + "fixed_loader.py"});
+  ASSERT_EQ(first.code, 0) << first.err;
+  ASSERT_EQ(top_rule(stats_of(home, "1")), "loader-main") << stats_of(home, "1").dump();
+  auto r = home.run({"try", "1", "--measure", "2s", "--format", "json"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["rule"], "loader-main") << j.dump();
+  EXPECT_EQ(j["loader"], nlohmann::json::array({"num_workers=4"})) << j.dump();
+  EXPECT_EQ(j["pays"], true) << j.dump();
+  EXPECT_EQ(j["verdict"].get<std::string>().rfind("the fix pays: ", 0), 0u) << j.dump();
+  EXPECT_EQ(j["rerun"], 2);
+  EXPECT_EQ(stats_of(home, "2")["loaders"][0]["workers"], 4) << stats_of(home, "2").dump();
+  // (The rerun ends at its --measure window, before the fixture's own count of its workers: the
+  // sweep test above checks that count against the hook's.)
+  auto show = home.run({"show", "1"});
+  EXPECT_NE(show.out.find("fix tried        job 2: the fix pays"), std::string::npos) << show.out;
+}
+
+// What try cannot do it refuses, before anything runs: a job with no finding, a job that has
+// not ended, a job that is not there.
+TEST(PythonJobs, TryRefusesWhatItCannotTryAndRunsNothing) {
+  NodusHome home;
+  ASSERT_EQ(home.run({"run", "--", "true"}).code, 0);
+  auto none = home.run({"try", "1"});
+  EXPECT_EQ(none.code, 125);
+  EXPECT_NE(none.err.find("job 1 has no finding to try"), std::string::npos) << none.err;
+  auto unknown = home.run({"try", "7"});
+  EXPECT_EQ(unknown.code, 125);
+  EXPECT_NE(unknown.err.find("unknown job '7'"), std::string::npos) << unknown.err;
+  auto ps = nlohmann::json::parse(home.run({"ps", "-a", "--format", "json"}).out);
+  EXPECT_EQ(ps.size(), 1u) << "try ran something: " << ps.dump();
+}
+
 }  // namespace
 }  // namespace nodus::testing

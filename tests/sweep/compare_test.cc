@@ -444,5 +444,68 @@ TEST(SweepCompare, ParamNamedLikeAColumnGetsAPrefixedKey) {
   EXPECT_EQ(t.raw(0)["param_status"], 0);
 }
 
+// The smallest-that-works rule for num_workers (issue 33): the seed's "keep the smallest value
+// that drives the data-wait share near zero", beside the fastest cell.
+std::vector<CellResult> workers_sweep(std::vector<std::pair<int, std::pair<double, double>>> rows) {
+  std::vector<CellResult> cells;
+  for (const auto& [workers, figures] : rows) {
+    CellResult c;
+    c.index = static_cast<int>(cells.size()) + 1;
+    c.params = {{"w", std::to_string(workers)}};
+    c.state = "completed";
+    c.throughput = figures.first;
+    c.data_wait = figures.second;
+    c.loader_workers = workers;
+    cells.push_back(c);
+  }
+  return cells;
+}
+
+TEST(WorkersSentence, NamesTheSmallestWorkersUnderTheLineAndWhatMoreBuy) {
+  auto cells =
+      workers_sweep({{0, {1000, 0.60}}, {4, {2400, 0.06}}, {8, {2460, 0.01}}, {16, {2470, 0.01}}});
+  EXPECT_EQ(workers_sentence(cells),
+            "loader: w=4 (num_workers=4, data wait 6%) is the smallest num_workers whose data "
+            "wait is 10% or less; the fastest, w=16 (num_workers=16, data wait 1%), has 1.03x "
+            "its throughput for 12 more workers, within the 5% one run can vary: the extra "
+            "workers buy nothing measured");
+  cells[3].throughput = 3000;  // more workers that do buy throughput: said without the caveat
+  EXPECT_EQ(workers_sentence(cells).find("within"), std::string::npos) << workers_sentence(cells);
+  EXPECT_NE(workers_sentence(cells).find("1.25x its throughput for 12 more workers"),
+            std::string::npos)
+      << workers_sentence(cells);
+}
+
+TEST(WorkersSentence, TheSmallestThatIsAlsoTheFastestIsSaidOnce) {
+  auto cells = workers_sweep({{0, {1000, 0.5}}, {2, {2000, 0.02}}, {4, {1900, 0.01}}});
+  EXPECT_EQ(workers_sentence(cells),
+            "loader: w=2 (num_workers=2, data wait 2%) is the smallest num_workers whose data "
+            "wait is 10% or less, and the fastest");
+}
+
+TEST(WorkersSentence, NoneUnderTheLineSaysTheLoaderIsStillTheBottleneck) {
+  auto cells = workers_sweep({{0, {1000, 0.9}}, {2, {1500, 0.5}}, {4, {1800, 0.3}}});
+  EXPECT_EQ(workers_sentence(cells),
+            "loader: no num_workers tried brought the data wait to 10% or less; the lowest, w=4 "
+            "(num_workers=4, data wait 30%), still waits on its loader: try more workers, or a "
+            "cheaper transform");
+}
+
+TEST(WorkersSentence, SaysNothingWhereTheCellsDifferInMoreThanWorkers) {
+  auto cells = workers_sweep({{0, {1000, 0.6}}, {4, {2000, 0.05}}});
+  EXPECT_FALSE(workers_sentence(cells).empty());
+  auto two_axes = workers_sweep({{0, {1000, 0.6}}, {4, {2000, 0.05}}, {4, {2100, 0.04}}});
+  EXPECT_EQ(workers_sentence(two_axes), "");  // two cells with 4 workers: another axis varies
+  auto unmeasured = cells;
+  unmeasured[1].loader_workers.reset();  // no hook figures: not judged
+  EXPECT_EQ(workers_sentence(unmeasured), "");
+  auto warm = cells;
+  warm[1].unsteady = "still in warm-up at the end";
+  EXPECT_EQ(workers_sentence(warm), "");
+  auto failed = cells;
+  failed[1].state = "failed";
+  EXPECT_EQ(workers_sentence(failed), "");
+}
+
 }  // namespace
 }  // namespace nodus::sweep
