@@ -68,6 +68,28 @@ std::vector<std::string> loader_lines(const nlohmann::json& options, const nlohm
   return lines;
 }
 
+// What --tf32 did, as the hook reported it: set at the first batch (and what the flags were),
+// not set (why), or not known.
+std::string tf32_line(const nlohmann::json* stats) {
+  if (!stats || !stats->contains("math_overrides") || !(*stats)["math_overrides"].is_object())
+    return "asked; not known: the hook wrote nothing";
+  const nlohmann::json m = (*stats)["math_overrides"];
+  if (m.contains("refused"))
+    return "asked; not set: " +
+           (m["refused"].is_string() ? m["refused"].get<std::string>() : m["refused"].dump());
+  auto flags = [&](const char* key) {
+    const nlohmann::json f = m.value(key, nlohmann::json::object());
+    auto one = [&](const char* name) {
+      return f.contains(name) && f[name].is_boolean() ? (f[name].get<bool>() ? "on" : "off") : "?";
+    };
+    return std::string("matmul ") + one("matmul") + ", cuDNN " + one("cudnn");
+  };
+  std::string out =
+      "set at the " + m.value("set_at", std::string("?")) + " (was " + flags("was") + ")";
+  if (m.contains("last")) out += "; at the end " + flags("last");
+  return out;
+}
+
 void print_job(store::Store& store, const JobRecord& job, Format format) {
   auto stats = store.stats(job.id);
   nlohmann::json j = job_json(job);
@@ -112,6 +134,7 @@ void print_job(store::Store& store, const JobRecord& job, Format format) {
   if (job.options->contains("loader") && (*job.options)["loader"].is_object())
     for (const std::string& line : loader_lines(*job.options, stats ? &stats->values : nullptr))
       row("loader knobs", line);
+  if (job.options->value("tf32", false)) row("tf32", tf32_line(stats ? &stats->values : nullptr));
   if (stats) {
     telemetry::Summary s = stats->values.get<telemetry::Summary>();
     const auto& v = stats->values;

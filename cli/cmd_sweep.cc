@@ -154,6 +154,7 @@ nlohmann::json definition_options(const SweepFlags& f, const engine::JobRequest&
   if (f.run.cpus_per_gpu > 0) o["cpus_per_gpu"] = f.run.cpus_per_gpu;
   if (f.run.profile) o["profile"] = true;
   if (!f.run.loader.empty()) o["loader"] = f.run.loader;
+  if (f.run.tf32) o["tf32"] = true;
   if (!f.loader_axes.empty()) o["loader_axes"] = f.loader_axes;
   if (f.run.log_limit != "1G") o["log_limit"] = f.run.log_limit;
   return o;
@@ -222,6 +223,7 @@ void restore_flags(SweepFlags& f, const store::SweepRecord& sweep,
   f.run.cpus_per_gpu = o.value("cpus_per_gpu", 0);
   f.run.profile = o.value("profile", false);
   f.run.loader = o.value("loader", std::vector<std::string>{});
+  f.run.tf32 = o.value("tf32", false);
   f.loader_axes = o.value("loader_axes", std::vector<std::string>{});
   f.run.log_limit = o.value("log_limit", "1G");
   f.run.env.clear();

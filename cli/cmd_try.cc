@@ -6,7 +6,11 @@
 // not pretended: nothing runs. The measured payoff is kept with the first job, and `show` quotes
 // it under the diagnosis.
 
+#include <unistd.h>
+
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <nlohmann/json.hpp>
 
 #include "cli/args.h"
@@ -25,11 +29,19 @@
 namespace nodus::cli {
 namespace {
 
-// What the rerun changes: --loader knobs, and the same in words.
+// What the rerun changes: --loader knobs or --tf32, and the same in words.
 struct Fix {
   std::string rule;
   std::vector<std::string> knobs;
+  bool tf32 = false;
   std::string text;
+
+  // The flags that make the same change by hand.
+  std::string flags() const {
+    std::string out = knobs.empty() ? "" : "--loader " + join(knobs, ",");
+    if (tf32) out += std::string(out.empty() ? "" : " ") + "--tf32";
+    return out;
+  }
 };
 
 // The num_workers of the job's driving DataLoader, as the hook saw it.
@@ -59,6 +71,12 @@ Fix fix_for(const JobRecord& job, const nlohmann::json& stats) {
   } else if (fix.rule == "loader-starved" && workers) {
     fix.knobs = {"num_workers=" + std::to_string(2 * *workers)};
     fix.text = "num_workers " + std::to_string(*workers) + " -> " + std::to_string(2 * *workers);
+  } else if (fix.rule == "trace-fp32") {
+    // The finding's fix (bf16 autocast) is a change to the code; TF32 for the same FP32 math
+    // is a switch nodus's hook can set from outside, and the first thing to try.
+    fix.tf32 = true;
+    fix.text = "TF32 for FP32 matmuls and convolutions";
+    return fix;
   } else if (fix.rule == "loader-starved") {
     throw Fatal(id +
                 ": loader-starved, but its num_workers is not known (the hook did not see "
@@ -83,8 +101,8 @@ RunFlags rerun_flags(const JobRecord& job, const Fix& fix, const std::string& me
     if (arg.find(kRedacted) != std::string::npos)
       throw Fatal("job " + std::to_string(job.id) +
                   "'s command held a credential nodus did not keep: rerun it yourself with "
-                  "nodus run --loader " +
-                  join(fix.knobs, ","));
+                  "nodus run " +
+                  fix.flags());
   RunFlags f;
   f.command = job.argv;
   f.gpu = job.gpu_count > 0 ? job.gpu_type + ":" + std::to_string(job.gpu_count) : "none";
@@ -100,7 +118,7 @@ RunFlags rerun_flags(const JobRecord& job, const Fix& fix, const std::string& me
       throw Fatal("job " + std::to_string(job.id) +
                   "'s environment held a secret nodus did not "
                   "keep (" +
-                  k + "): rerun it yourself with nodus run --loader " + join(fix.knobs, ","));
+                  k + "): rerun it yourself with nodus run " + fix.flags());
     if (k.rfind("NODUS_", 0) == 0 || k == "CUDA_VISIBLE_DEVICES" || k == "NVIDIA_VISIBLE_DEVICES")
       continue;  // nodus's own, set again for the rerun
     f.env.push_back(k + "=" + v);
@@ -130,12 +148,14 @@ RunFlags rerun_flags(const JobRecord& job, const Fix& fix, const std::string& me
     knobs = o["loader"].get<std::map<std::string, std::string>>();
   for (const auto& k : fix.knobs) knobs[k.substr(0, k.find('='))] = k.substr(k.find('=') + 1);
   for (const auto& [k, v] : knobs) f.loader.push_back(k + "=" + v);
+  f.tf32 = fix.tf32 || o.value("tf32", false);
   f.measure = measure;
   return f;
 }
 
 struct Figures {
   std::optional<double> throughput, data_wait, util, usd_per_m, idle_usd_per_hour;
+  bool warmup_only = false;  // the job ended inside its warm-up: no steady figure
 };
 
 Figures figures_of(const JobRecord& job, const nlohmann::json& stats) {
@@ -147,6 +167,7 @@ Figures figures_of(const JobRecord& job, const nlohmann::json& stats) {
   f.throughput = num("throughput");
   f.data_wait = num("data_wait_share");
   f.util = num("util_mean");
+  f.warmup_only = stats.value("instrumented_phase", std::string()) == "warm-up only";
   const double per_second = usd_per_second(job.gpu_count, job.rate_per_gpu_hour);
   if (f.throughput && *f.throughput > 0 && per_second > 0)
     f.usd_per_m = per_second / *f.throughput * 1e6;
@@ -173,9 +194,12 @@ std::string ratio_text(std::optional<double> before, std::optional<double> after
 // cannot be judged.
 std::string verdict_of(const Figures& before, const Figures& after, const Fix& fix,
                        std::optional<bool>& pays) {
-  if (!before.throughput || !after.throughput || *before.throughput <= 0)
-    return "not judged: " + std::string(!before.throughput ? "the first" : "the rerun") +
-           " job has no steady throughput to compare";
+  if (!before.throughput || !after.throughput || *before.throughput <= 0 || before.warmup_only ||
+      after.warmup_only)
+    return "not judged: " +
+           std::string(!before.throughput || before.warmup_only ? "the first" : "the rerun") +
+           " job has no steady throughput to compare" +
+           (before.warmup_only || after.warmup_only ? " (it ended inside its warm-up)" : "");
   const double r = *after.throughput / *before.throughput;
   const std::string margin = fixed_text(100 * sweep::kSingleRunMargin, "%.0f") + "%";
   std::string out;
@@ -191,7 +215,11 @@ std::string verdict_of(const Figures& before, const Figures& after, const Fix& f
     pays = false;
     out = "the fix costs throughput: " + fixed_text(r, "%.2f") + "x with " + fix.text;
   }
-  if (after.data_wait && *after.data_wait > telemetry::kDataWaitHigh)
+  if (fix.tf32)
+    out +=
+        "; TF32 rounds the products' inputs to 10-bit mantissas (check the loss), and the "
+        "finding's own fix, bf16 autocast, is a change to the code";
+  if (!fix.knobs.empty() && after.data_wait && *after.data_wait > telemetry::kDataWaitHigh)
     out += "; the data wait is still " + fixed_text(100 * *after.data_wait, "%.0f") +
            "%: try more (nodus sweep --loader num_workers=4,8,16 names the smallest that works)";
   return out;
@@ -220,7 +248,23 @@ struct TryCommand {
     std::fprintf(stderr, "nodus: trying %s's first finding (%s): %s, for %s of steady state\n",
                  name.c_str(), fix.rule.c_str(), fix.text.c_str(), measure.c_str());
     int64_t rerun_id = 0;
-    const int rc = run_attached(flags, &rerun_id);
+    // The rerun's own output goes to stderr: stdout holds only the comparison (json: only json).
+    std::fflush(stdout);
+    const int saved_stdout = ::dup(STDOUT_FILENO);
+    if (saved_stdout < 0 || ::dup2(STDERR_FILENO, STDOUT_FILENO) < 0)
+      throw Fatal(std::string("cannot send the rerun's output to stderr: ") + std::strerror(errno));
+    int rc = 0;
+    try {
+      rc = run_attached(flags, &rerun_id);
+    } catch (...) {
+      std::fflush(stdout);
+      ::dup2(saved_stdout, STDOUT_FILENO);
+      ::close(saved_stdout);
+      throw;
+    }
+    std::fflush(stdout);
+    ::dup2(saved_stdout, STDOUT_FILENO);
+    ::close(saved_stdout);
     auto rerun = store->job(rerun_id);
     if (!rerun) throw Fatal("the rerun of " + name + " left no record");
     auto rerun_stats_row = store->stats(rerun->id);
@@ -238,6 +282,7 @@ struct TryCommand {
         {"rule", fix.rule},
         {"fix", fix.text},
         {"loader", fix.knobs},
+        {"tf32", fix.tf32},
         {"throughput_ratio", before.throughput && after.throughput && *before.throughput > 0
                                  ? nlohmann::json(*after.throughput / *before.throughput)
                                  : nlohmann::json()},
@@ -273,6 +318,7 @@ struct TryCommand {
                        {"rule", fix.rule},
                        {"fix", fix.text},
                        {"loader", fix.knobs},
+                       {"tf32", fix.tf32},
                        {"figures", t.raw_rows()},
                        {"pays", tried["pays"]},
                        {"verdict", verdict}}) +

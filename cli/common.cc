@@ -95,6 +95,10 @@ void add_run_flags(CLI::App* sub, RunFlags& f) {
                   "prefetch_factor or batch_size in an unmodified Python script, through nodus's "
                   "hook (num_workers=8,pin_memory=true; repeatable)")
       ->type_name("KNOB=VALUE");
+  sub->add_flag("--tf32", f.tf32,
+                "turn on TF32 for FP32 matmuls and convolutions in an unmodified PyTorch script "
+                "from its first DataLoader batch, through nodus's hook (changes the numerics: "
+                "10-bit mantissas in the products)");
   sub->add_option("--warmup", f.warmup,
                   "batches (20) or time (5s) after the first batch left out of the figures")
       ->type_name("N|DURATION")
@@ -115,7 +119,7 @@ void add_run_flags(CLI::App* sub, RunFlags& f) {
       ->check(duration_value());
 }
 
-void check_loader_reach(const RunFlags& f, const engine::JobRequest& r) {
+void check_loader_reach(const RunFlags& f, const engine::JobRequest& r, const std::string& flag) {
   // Refused before anything runs where the hook cannot set them: never a knob asked for and
   // silently not set.
   const std::string why =
@@ -126,7 +130,7 @@ void check_loader_reach(const RunFlags& f, const engine::JobRequest& r) {
                 "' does not run Python: the knobs reach a PyTorch DataLoader through nodus's "
                 "Python hook"
           : telemetry::python_ignores_hook(r.argv).value_or("");
-  if (!why.empty()) throw Fatal("--loader: " + why);
+  if (!why.empty()) throw Fatal(flag + ": " + why);
 }
 
 engine::JobRequest to_request(const RunFlags& f) {
@@ -178,6 +182,8 @@ engine::JobRequest to_request(const RunFlags& f) {
   r.supervise.profile = f.profile;
   r.supervise.loader = value_or_throw(telemetry::parse_loader_knobs(f.loader));
   if (!r.supervise.loader.empty()) check_loader_reach(f, r);
+  r.supervise.tf32 = f.tf32;
+  if (f.tf32) check_loader_reach(f, r, "--tf32");
   if (!telemetry::parse_warmup(f.warmup))
     throw Fatal("--warmup: invalid value '" + f.warmup +
                 "': expected a number of batches (20) or a duration (5s, 1m)");

@@ -66,6 +66,7 @@ struct RunFlags {
   bool no_instrument = false;
   bool profile = false;
   std::vector<std::string> loader;  // --loader KNOB=VALUE[,KNOB=VALUE]
+  bool tf32 = false;                // --tf32
   std::string warmup = "5s";
   std::string measure;
   int cpus_per_gpu = 0;  // 0: the GPUs' whole share
@@ -83,7 +84,9 @@ int run_attached(const RunFlags& flags, int64_t* job_id);
 // --loader's knobs reach a DataLoader only through nodus's Python hook: throws Fatal (exit 125),
 // before anything runs, for a job the hook cannot reach (not Python, --no-instrument, python -I,
 // another backend). to_request calls it for a run's knobs; a sweep for its loader axes too.
-void check_loader_reach(const RunFlags& flags, const engine::JobRequest& request);
+// `flag` names the flag in the error (--loader, --tf32).
+void check_loader_reach(const RunFlags& flags, const engine::JobRequest& request,
+                        const std::string& flag = "--loader");
 
 std::unique_ptr<store::Store> open_store();
 // For commands that only read (ps, show, logs, cost, sweeps, gpus, report, wait): the store,

@@ -152,6 +152,7 @@ nlohmann::json prepare_instrumentation(const JobRecord& job, const SuperviseOpti
   env["PYTHONPATH"] = rest.empty() ? dir : dir + ":" + rest;
   env["NODUS_HOOK_DIR"] = dir;
   if (!options.loader.empty()) env["NODUS_LOADER"] = telemetry::loader_env(options.loader);
+  if (options.tf32) env["NODUS_TF32"] = "1";
   // The hook reads batches ("20") or seconds ("5s"): "1m" and "500ms" reach it as seconds.
   auto warmup = telemetry::parse_warmup(options.warmup);
   if (warmup && warmup->seconds) {
@@ -335,6 +336,8 @@ Conclusion Measurement::conclude(const JobRecord& job, SeriesSource& series, dou
     }
     if (rank == m.states.begin()->first && state.contains("overrides"))
       c.stats["loader_overrides"] = state["overrides"];  // --loader: what the hook did
+    if (rank == m.states.begin()->first && state.contains("math"))
+      c.stats["math_overrides"] = state["math"];  // --tf32: what the hook did
     if (rank == m.states.begin()->first && state.contains("loaders")) {
       loaders = state["loaders"];
       if (state.contains("driver")) c.stats["loader_driver"] = state["driver"];

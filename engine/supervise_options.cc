@@ -15,6 +15,7 @@ nlohmann::json SuperviseOptions::to_json() const {
   if (profile) j["profile"] = true;
   j["warmup"] = warmup;
   if (!loader.empty()) j["loader"] = loader;
+  if (tf32) j["tf32"] = true;
   if (measure) j["measure_ms"] = measure->count();
   if (cpus_per_gpu) j["cpus_per_gpu"] = *cpus_per_gpu;
   j["log_limit"] = log_limit;
@@ -37,6 +38,7 @@ SuperviseOptions SuperviseOptions::from_json(const nlohmann::json& j) {
   o.warmup = j.value("warmup", std::string("5s"));
   if (j.contains("loader") && j["loader"].is_object())
     o.loader = j["loader"].get<std::map<std::string, std::string>>();
+  o.tf32 = j.value("tf32", false);
   if (j.contains("cpus_per_gpu")) o.cpus_per_gpu = j["cpus_per_gpu"].get<int>();
   o.log_limit = j.value("log_limit", kDefaultLogLimit);
   if (j.contains("measure_ms"))

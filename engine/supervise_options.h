@@ -24,6 +24,7 @@ struct SuperviseOptions {
   std::string warmup = "5s";  // batches ("20") or a duration (--warmup)
   // DataLoader knobs the hook sets (--loader; telemetry/pyhook.h): knob -> value.
   std::map<std::string, std::string> loader;
+  bool tf32 = false;  // TF32 for FP32 matmuls and convolutions, set by the hook (--tf32)
   std::optional<std::chrono::milliseconds> measure;  // stop after this much steady state
   std::optional<int> cpus_per_gpu;                   // --cpus-per-gpu (backend/local/cpuset.h)
   uint64_t log_limit = kDefaultLogLimit;             // --log-limit in bytes; 0: none

@@ -18,7 +18,10 @@
 #      is built: num_workers, pin_memory, persistent_workers, prefetch_factor, batch_size, for a
 #      script that takes none of them as flags; what was set, what was not and why, goes into
 #      the state file ("overrides"), never silently.
-# Beyond what NODUS_LOADER asks, it never changes what the program does or prints: the batch and
+#   6. with NODUS_TF32=1 (nodus run --tf32), turns on TF32 for FP32 matmuls and cuDNN
+#      convolutions at the first batch, over what the program set before its loop; what they
+#      were and what they are at the last write go into the state file ("math").
+# Beyond what NODUS_LOADER and NODUS_TF32 ask, it never changes what the program does or prints: the batch and
 # any exception pass through untouched, and any failure inside the hook disables it with one
 # line on stderr.
 import sys as _nodus_sys
@@ -163,6 +166,8 @@ class _NodusHook(object):
         self.knobs = None
         if os.environ.get("NODUS_LOADER"):
             self.knobs = _NodusLoaderKnobs(os.environ["NODUS_LOADER"])
+        self.tf32 = os.environ.get("NODUS_TF32") == "1"
+        self.math = None
         self.prof = None
         self.prof_steps = 0
         self.prof_done = False
@@ -389,6 +394,30 @@ class _NodusHook(object):
         self.next_emit = now + 1.0
         self.write_state()
 
+    def set_tf32(self):
+        # NODUS_TF32 (nodus run --tf32): FP32 matmuls and convolutions on TF32 tensor cores from
+        # the first batch on, over what the program set before its loop; what it was is kept.
+        self.math = {"refused": "not set"}
+        try:
+            import torch
+            matmul, cudnn = torch.backends.cuda.matmul, torch.backends.cudnn
+            was = {"matmul": bool(matmul.allow_tf32), "cudnn": bool(cudnn.allow_tf32)}
+            matmul.allow_tf32 = True
+            cudnn.allow_tf32 = True
+            self.math = {"was": was, "set_at": "first batch"}
+        except Exception as error:
+            self.math = {"refused": "%r" % (error,)}
+
+    def math_state(self):
+        m = dict(self.math) if self.math is not None else {"refused": "no DataLoader batch"}
+        try:
+            import torch
+            m["last"] = {"matmul": bool(torch.backends.cuda.matmul.allow_tf32),
+                         "cudnn": bool(torch.backends.cudnn.allow_tf32)}
+        except Exception:
+            pass
+        return m
+
     def write_state(self):
         import json
         loaders = []
@@ -408,6 +437,8 @@ class _NodusHook(object):
         if self.knobs is not None:
             state["overrides"] = self.knobs.state(
                 dict((key, self.loaders[key]["name"]) for key in self.order))
+        if self.tf32:
+            state["math"] = self.math_state()
         path = self.os.path.join(self.out_dir, "loaders-%d.json" % self.rank)
         tmp = path + ".tmp"
         with open(tmp, "w") as f:
@@ -418,7 +449,7 @@ class _NodusHook(object):
         if not self.on or self.os.getpid() != self.pid:
             return
         if self.first_batch is None:
-            if self.knobs is not None:  # what was asked, and that no loader ran a batch
+            if self.knobs is not None or self.tf32:  # what was asked; no loader ran a batch
                 try:
                     self.find_rank()
                     self.write_state()
@@ -448,6 +479,8 @@ def _nodus_patch(module, hook):
     def __next__(self):
         if not hook.on:
             return original(self)
+        if hook.tf32 and hook.math is None:
+            hook.set_tf32()
         if hook.profile is not None:
             try:
                 hook.before()

@@ -251,7 +251,10 @@ INSTANTIATE_TEST_SUITE_P(
         Case{run({"--loader", "num_workers=2"}), {"'touch' does not run Python"}},
         Case{{"run", "--loader", "num_workers=2", "--no-instrument", "--", "python3", "@M"},
              {"drop --no-instrument"}},
-        Case{{"run", "--loader", "num_workers=2", "--", "python3", "-I", "@M"}, {"--loader:"}}));
+        Case{{"run", "--loader", "num_workers=2", "--", "python3", "-I", "@M"}, {"--loader:"}},
+        Case{run({"--tf32"}), {"--tf32:", "'touch' does not run Python"}},
+        Case{{"run", "--tf32", "--no-instrument", "--", "python3", "@M"},
+             {"--tf32:", "drop --no-instrument"}}));
 
 }  // namespace
 }  // namespace nodus::testing

@@ -12,6 +12,8 @@
 
 #include "cli/fixtures.h"
 #include "cli/nodus_process.h"
+#include "store/job_stats.h"
+#include "store/store.h"
 
 namespace nodus::testing {
 namespace {
@@ -460,6 +462,53 @@ TEST(PythonJobs, TryRerunsALoaderStarvedJobWithWorkersAndMeasuresThePayoff) {
 
 // What try cannot do it refuses, before anything runs: a job with no finding, a job that has
 // not ended, a job that is not there.
+// --tf32 (issue 33, the fix nodus try makes for FP32 math): a script that turns TF32 off before
+// its loop gets it on from its first batch, and show says what it was and what it is at the end.
+TEST(PythonJobs, Tf32IsOnFromTheFirstBatchOverWhatTheScriptSet) {
+  REQUIRE_TORCH();
+  NodusHome home;
+  auto r = home.run({"run", "--tf32", "--", kPython, kData + "tf32_off.py"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("sum 2016"), std::string::npos) << r.out;  // the job's own work, as is
+  EXPECT_NE(r.out.find("tf32 matmul True cudnn True"), std::string::npos) << r.out;
+  auto show = home.run({"show", "1"}).out;
+  EXPECT_NE(show.find("tf32             set at the first batch (was matmul off, cuDNN off); at "
+                      "the end matmul on, cuDNN on"),
+            std::string::npos)
+      << show;
+  // Without the flag nothing changes.
+  auto plain = home.run({"run", "--", kPython, kData + "tf32_off.py"});
+  EXPECT_NE(plain.out.find("tf32 matmul False cudnn False"), std::string::npos) << plain.out;
+  EXPECT_EQ(home.run({"show", "2"}).out.find("tf32 "), std::string::npos);
+}
+
+// nodus try of an FP32-math finding reruns the job with --tf32. The finding comes from a
+// --profile trace of a GPU job, so on this CPU machine it is written into the first job's stats;
+// tf32_off.py ends before any steady state, so the payoff is not judged, and that is said.
+TEST(PythonJobs, TryOfAnFp32FindingRerunsTheJobWithTf32) {
+  REQUIRE_TORCH();
+  NodusHome home;
+  ASSERT_EQ(home.run({"run", "--", kPython, kData + "tf32_off.py"}).code, 0);
+  {
+    auto store = store::Store::open(home.file("nodus.db"));
+    nlohmann::json finding = {{"rule", "trace-fp32"},
+                              {"verdict", "fp32-math"},
+                              {"fix", "torch.autocast(\"cuda\", dtype=torch.bfloat16)"}};
+    store->put_stats({1, {{"findings", nlohmann::json::array({finding})}}});
+  }
+  auto r = home.run({"try", "1", "--measure", "1s", "--format", "json"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["rule"], "trace-fp32") << j.dump();
+  EXPECT_EQ(j["tf32"], true) << j.dump();
+  EXPECT_EQ(j["rerun"], 2);
+  EXPECT_EQ(j["pays"], nullptr) << j.dump();
+  EXPECT_EQ(j["verdict"].get<std::string>().rfind("not judged: ", 0), 0u) << j.dump();
+  EXPECT_NE(home.run({"logs", "2"}).out.find("tf32 matmul True cudnn True"), std::string::npos);
+  EXPECT_NE(home.run({"show", "2"}).out.find("tf32             set at the first batch"),
+            std::string::npos);
+}
+
 TEST(PythonJobs, TryRefusesWhatItCannotTryAndRunsNothing) {
   NodusHome home;
   ASSERT_EQ(home.run({"run", "--", "true"}).code, 0);
