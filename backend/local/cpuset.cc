@@ -12,16 +12,10 @@
 #include "core/config.h"
 #include "core/parse.h"
 #include "core/proc.h"
+#include "core/strings.h"
 
 namespace nodus::backend::local {
 namespace {
-
-std::string trim(std::string_view s) {
-  size_t b = s.find_first_not_of(" \t\r\n");
-  if (b == std::string_view::npos) return "";
-  size_t e = s.find_last_not_of(" \t\r\n");
-  return std::string(s.substr(b, e - b + 1));
-}
 
 bool to_int(std::string_view s, int* out) {
   if (s.empty()) return false;
@@ -75,7 +69,7 @@ int declared_gpu_count(const std::string& spec) {
 
 std::optional<std::vector<int>> parse_cpu_list(std::string_view text) {
   std::set<int> out;
-  const std::string all = trim(text);
+  const std::string all(trim(text));
   if (all.empty()) return std::vector<int>{};
   size_t start = 0;
   while (start <= all.size()) {
@@ -141,7 +135,7 @@ HostTopology detect_topology() {
       auto vendor = read_small_file(base + "/vendor");
       auto cls = read_small_file(base + "/class");
       if (!vendor || trim(*vendor) != "0x10de" || !cls) continue;
-      const std::string c = trim(*cls);
+      const std::string c(trim(*cls));
       if (c.rfind("0x0300", 0) == 0 || c.rfind("0x0302", 0) == 0) devices.push_back(base);
     }
     ::closedir(dir);
