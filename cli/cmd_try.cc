@@ -225,6 +225,31 @@ std::string verdict_of(const Figures& before, const Figures& after, const Fix& f
   return out;
 }
 
+// While it lives, stdout goes to stderr: the rerun's own output must not mix with the
+// comparison on stdout (json: only json).
+class StdoutToStderr {
+ public:
+  StdoutToStderr() {
+    std::fflush(stdout);
+    saved_ = ::dup(STDOUT_FILENO);
+    if (saved_ < 0 || ::dup2(STDERR_FILENO, STDOUT_FILENO) < 0) {
+      const int err = errno;
+      if (saved_ >= 0) ::close(saved_);
+      throw Fatal(std::string("cannot send the rerun's output to stderr: ") + std::strerror(err));
+    }
+  }
+  ~StdoutToStderr() {
+    std::fflush(stdout);
+    ::dup2(saved_, STDOUT_FILENO);
+    ::close(saved_);
+  }
+  StdoutToStderr(const StdoutToStderr&) = delete;
+  StdoutToStderr& operator=(const StdoutToStderr&) = delete;
+
+ private:
+  int saved_ = -1;
+};
+
 struct TryCommand {
   std::string id;
   std::string measure = "60s";
@@ -248,23 +273,11 @@ struct TryCommand {
     std::fprintf(stderr, "nodus: trying %s's first finding (%s): %s, for %s of steady state\n",
                  name.c_str(), fix.rule.c_str(), fix.text.c_str(), measure.c_str());
     int64_t rerun_id = 0;
-    // The rerun's own output goes to stderr: stdout holds only the comparison (json: only json).
-    std::fflush(stdout);
-    const int saved_stdout = ::dup(STDOUT_FILENO);
-    if (saved_stdout < 0 || ::dup2(STDERR_FILENO, STDOUT_FILENO) < 0)
-      throw Fatal(std::string("cannot send the rerun's output to stderr: ") + std::strerror(errno));
     int rc = 0;
-    try {
+    {
+      StdoutToStderr rerun_output;
       rc = run_attached(flags, &rerun_id);
-    } catch (...) {
-      std::fflush(stdout);
-      ::dup2(saved_stdout, STDOUT_FILENO);
-      ::close(saved_stdout);
-      throw;
     }
-    std::fflush(stdout);
-    ::dup2(saved_stdout, STDOUT_FILENO);
-    ::close(saved_stdout);
     auto rerun = store->job(rerun_id);
     if (!rerun) throw Fatal("the rerun of " + name + " left no record");
     auto rerun_stats_row = store->stats(rerun->id);

@@ -397,7 +397,6 @@ class _NodusHook(object):
     def set_tf32(self):
         # NODUS_TF32 (nodus run --tf32): FP32 matmuls and convolutions on TF32 tensor cores from
         # the first batch on, over what the program set before its loop; what it was is kept.
-        self.math = {"refused": "not set"}
         try:
             import torch
             matmul, cudnn = torch.backends.cuda.matmul, torch.backends.cudnn
