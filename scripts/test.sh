@@ -32,6 +32,36 @@ took() {
   echo "test.sh: $1 took $((SECONDS - step_start)) s" >&2
   step_start=$SECONDS
 }
+# Which tests failed, with their assertion lines, collected after each ctest pass (each pass
+# overwrites ctest's logs) and printed again at the very end: CI shows only the tail of a run.
+failures=""
+run_ctest() {  # $1: build dir, $2: what the pass is called; the rest goes to ctest
+  local dir=$1 pass=$2 rc=0
+  shift 2
+  rm -f "$dir/Testing/Temporary/LastTestsFailed.log"
+  ctest --test-dir "$dir" --output-on-failure "$@" || rc=1
+  local failed=$dir/Testing/Temporary/LastTestsFailed.log
+  if [ -s "$failed" ]; then
+    local name lines output
+    while IFS=: read -r _ name; do
+      output=$(awk -v name="$name" '
+        index($0, "Test: ") && substr($0, index($0, "Test: ") + 6) == name { on = 1; next }
+        on && /^Output:/ { out = 1; next }
+        on && /^<end of output>/ { exit }
+        out { print }' "$dir/Testing/Temporary/LastTest.log")
+      lines=$(grep -A3 -E 'Failure|FAILED|rror' <<<"$output" | head -30 || true)
+      [ -n "$lines" ] || lines=$(tail -8 <<<"$output")
+      failures+="--- $pass: $name"$'\n'"$lines"$'\n'
+    done <"$failed"
+  fi
+  return "$rc"
+}
+report_failures() {
+  if [ -n "$failures" ]; then
+    echo "test.sh: these tests failed:" >&2
+    printf '%s' "$failures" >&2
+  fi
+}
 # The suites that need neither a cluster nor a hostile job: the quick loop's and the sanitizers'.
 suites=(core billing store telemetry sweep report local engine cli)
 label_regex="^($(IFS='|'; echo "${suites[*]}"))\$"
@@ -40,9 +70,11 @@ if [ "$quick" = 1 ]; then
   cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DNODUS_WERROR=ON >/dev/null
   cmake --build build
   took "build"
-  ctest --test-dir build --output-on-failure -j2 --timeout 600 -L "$label_regex" -LE timing
+  status=0
+  run_ctest build tests -j2 --timeout 600 -L "$label_regex" -LE timing || status=1
   took "tests"
-  exit 0
+  report_failures
+  exit "$status"
 fi
 
 bash scripts/install-deps.sh test
@@ -66,13 +98,14 @@ stop_cluster() {
 }
 trap stop_cluster EXIT
 status=0
-ctest --test-dir build --output-on-failure -j2 --timeout 600 -LE timing || status=1
-ctest --test-dir build --output-on-failure -j1 --timeout 600 -L timing || status=1
+run_ctest build "parallel pass" -j2 --timeout 600 -LE timing || status=1
+run_ctest build "timing pass" -j1 --timeout 600 -L timing || status=1
 took "tests"
 stop_cluster
 cluster_started=0
 if [ "${NODUS_ASAN:-1}" = 0 ]; then
   echo "test.sh: NODUS_ASAN=0: the sanitizer build and its tests were left out" >&2
+  report_failures
   exit "$status"
 fi
 
@@ -86,12 +119,12 @@ rm -rf "$reports"
 mkdir -p "$reports"
 export ASAN_OPTIONS="log_path=$reports/asan:detect_leaks=1:abort_on_error=0:strict_string_checks=1"
 export UBSAN_OPTIONS="log_path=$reports/ubsan:print_stacktrace=1:halt_on_error=1"
-ctest --test-dir build-asan --output-on-failure -j2 --timeout 900 -L "$label_regex" -LE timing ||
-  status=1
+run_ctest build-asan "sanitizer pass" -j2 --timeout 900 -L "$label_regex" -LE timing || status=1
 took "sanitizer tests"
 if compgen -G "$reports/*" >/dev/null; then
   echo "test.sh: sanitizer reports (build-asan/sanitizer-reports):" >&2
   cat "$reports"/* >&2
   status=1
 fi
+report_failures
 exit "$status"
