@@ -42,6 +42,10 @@ struct SlurmJob {
   // The last suspend or resume (unix seconds; 0 = never). A job killed while SUSPENDED has
   // end_time == suspend_time: slurmctld records its end at its suspension.
   double suspend_time = 0;
+  // Accounting only: when the run's last step (its batch step included) ended, which is when its
+  // processes were gone; 0 = none recorded. Later than end_time for a job killed while
+  // SUSPENDED, whose end slurmctld records at its suspension.
+  double last_step_end = 0;
   int64_t exit_code = 0;           // the raw wait status of the batch script (768 = exit 3)
   int64_t time_limit_minutes = 0;  // 0 = none given (the partition's)
   int64_t array_job_id = 0;

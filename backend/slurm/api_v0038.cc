@@ -12,6 +12,7 @@
 //   "state" {current} and exit codes as {status: SUCCESS|FAILED|SIGNALED, return_code, signal
 //   {signal_id}}; an unknown id is HTTP 200 with error 9003 "Nothing found" and no jobs.
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
 
 #include "backend/slurm/api.h"
@@ -143,6 +144,13 @@ class ApiV0038 : public SlurmApi {
         s.start_time = number_or_zero(*t, "start");
         s.end_time = number_or_zero(*t, "end");
         s.time_limit_minutes = static_cast<int64_t>(number_or_zero(*t, "limit"));
+      }
+      if (auto steps = r.find("steps"); steps != r.end() && steps->is_array()) {
+        for (const json& step : *steps) {
+          if (!step.is_object()) continue;
+          if (auto t = step.find("time"); t != step.end() && t->is_object())
+            s.last_step_end = std::max(s.last_step_end, number_or_zero(*t, "end"));
+        }
       }
       if (auto e = r.find("exit_code"); e != r.end() && e->is_object()) {
         if (string_or_empty(*e, "status") == "SIGNALED") {

@@ -137,6 +137,19 @@ std::vector<RunSegment> run_segments(const std::vector<SlurmJob>& accounted,
   return runs;
 }
 
+std::optional<double> end_held_while_suspended(const SlurmJob& last,
+                                               const std::vector<SlurmJob>& accounted) {
+  if (phase_of(last.state) != Phase::kFinal || last.suspend_time <= 0 || last.end_time <= 0 ||
+      std::fabs(last.end_time - last.suspend_time) >= 1)
+    return std::nullopt;
+  for (const auto& r : accounted) {
+    // The same run: it started in the same second (Slurm's times are whole seconds).
+    if (std::fabs(r.start_time - last.start_time) < 1 && r.last_step_end >= last.end_time + 1)
+      return r.last_step_end;
+  }
+  return std::nullopt;
+}
+
 double total_seconds(const std::vector<RunSegment>& runs) {
   double total = 0;
   for (const auto& r : runs) total += r.end - r.start;

@@ -58,6 +58,14 @@ std::vector<RunSegment> run_segments(const std::vector<SlurmJob>& accounted,
                                      const SlurmJob* current, double now);
 double total_seconds(const std::vector<RunSegment>& runs);
 
+// A job killed while SUSPENDED: slurmctld records its end at its suspension (`last`, its final
+// record, has end_time == suspend_time), yet the job kept its GPUs until its processes were
+// killed (a suspend frees cores, not GRES), which accounting records as its last step's end.
+// That end when it is later than slurmctld's by a second or more; nullopt otherwise, and while
+// accounting has no step end for the run.
+std::optional<double> end_held_while_suspended(const SlurmJob& last,
+                                               const std::vector<SlurmJob>& accounted);
+
 // The signal name slurmrestd accepts ("TERM" for SIGTERM), or nullopt.
 std::optional<std::string> signal_name(int sig);
 

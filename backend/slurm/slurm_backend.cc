@@ -92,9 +92,24 @@ double cost_of(const JobRecord& job, double seconds) {
 // A job Slurm ended, as its last record and every run have it: its state (Slurm's, or the stop
 // nodus planned), times, exit code and bill, and a note when Slurm's own time limit ended it.
 // The one place refresh and the bill from accounting record an end.
-void record_end(JobRecord& job, const SlurmJob& last, const std::vector<RunSegment>& segments) {
+// `held_until`: the end of a job killed while suspended (end_held_while_suspended), which its
+// last run is billed to instead of slurmctld's end.
+void record_end(JobRecord& job, const SlurmJob& last, std::vector<RunSegment> segments,
+                std::optional<double> held_until = std::nullopt) {
   Outcome o = outcome_of(last);
-  end_job(job, {final_state_of(last, job), o.ended_at, o.exit_code, ""});
+  std::string note;
+  if (held_until && !segments.empty()) {
+    char line[300];
+    std::snprintf(line, sizeof line,
+                  "ended while suspended: Slurm records its end at its suspension, %.0f s before "
+                  "its processes were gone, but a suspended job keeps its GPUs until it ends: "
+                  "billed to its last step's end in Slurm's accounting",
+                  *held_until - segments.back().end);
+    note = line;
+    segments.back().end = *held_until;
+    o.ended_at = *held_until;
+  }
+  end_job(job, {final_state_of(last, job), o.ended_at, o.exit_code, note});
   job.started_at = segments.empty() ? o.started_at : segments.front().start;
   job.signal = o.signal;
   job.cost = cost_of(job, segments.empty() ? o.ended_at - o.started_at : total_seconds(segments));
@@ -648,7 +663,7 @@ Result<bool> SlurmBackend::refresh(JobRecord& job) {
       break;
     }
     case Phase::kFinal:
-      record_end(job, *r, run_segments(runs, r, unix_now()));
+      record_end(job, *r, run_segments(runs, r, unix_now()), end_held_while_suspended(*r, runs));
       break;
   }
   return job.state != before.state || job.started_at != before.started_at ||

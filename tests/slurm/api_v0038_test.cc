@@ -175,5 +175,20 @@ TEST(SlurmApiV0038, AccountingExitCodesBecomeRawWaitStatuses) {
   EXPECT_FALSE(bad.ok());
 }
 
+TEST(SlurmApiV0038, AccountingKeepsTheLastStepsEnd) {
+  // Job 894 (the dev cluster): `sleep 300` suspended 4 s in (scontrol suspend), cancelled 12 s
+  // later. The job's end is its suspension; its batch step ended at the cancel.
+  auto runs = api().parse_accounting(fixture("accounting_suspended_cancelled.json"));
+  ASSERT_TRUE(runs.ok()) << runs.error().message;
+  ASSERT_EQ(runs->size(), 1u);
+  EXPECT_EQ(runs->at(0).state, "CANCELLED");
+  EXPECT_EQ(runs->at(0).start_time, 1796416737);
+  EXPECT_EQ(runs->at(0).end_time, 1796416741);
+  EXPECT_EQ(runs->at(0).last_step_end, 1796416753);
+  auto no_steps = api().parse_accounting(fixture("accounting_requeued.json"));
+  ASSERT_TRUE(no_steps.ok());
+  EXPECT_EQ(no_steps->at(1).last_step_end, 0);  // cancelled while queued: it ran no step
+}
+
 }  // namespace
 }  // namespace nodus::backend::slurm

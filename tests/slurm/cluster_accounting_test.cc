@@ -114,6 +114,60 @@ TEST(SlurmClusterAccounting, StopOfAnUnsupervisedJobIsBilledFromSlurmsTimes) {
               job.cost, ran);
 }
 
+// Issue 30 case 8 with nobody supervising: an administrator suspends the job 2 s in and it is
+// cancelled 8 s later. slurmctld records its end at its suspension, yet the job held its GPUs
+// until the cancel (a suspend frees cores, not GRES); its batch step's end in accounting is the
+// cancel. Before: billed about 2 s, to the suspension. Now to the step's end, with a note.
+TEST(SlurmClusterAccounting, AnUnsupervisedJobKilledWhileSuspendedIsBilledToItsLastStepsEnd) {
+  REQUIRE_SLURM_CLUSTER();
+  JobDir dir;
+  auto settings = cluster_settings(dir);
+  JobRecord job = new_job({"sleep", "300"}, dir);
+  job.gpu_type = "L4";
+  job.gpu_count = 1;
+  job.rate_per_gpu_hour = kRate;
+  ASSERT_TRUE(cluster_backend(settings)->submit(job, quiet()).ok());
+  job.state = JobState::kRunning;  // and its supervisor died
+  const int64_t id = id_of(job);
+  auto rest = cluster_client(settings);
+  ASSERT_TRUE(running(*rest, id));
+  std::this_thread::sleep_for(milliseconds(2000));
+  ASSERT_EQ(slurm_command("scontrol suspend " + std::to_string(id)), 0);
+  std::this_thread::sleep_for(milliseconds(8000));
+  ASSERT_EQ(slurm_command("scancel " + std::to_string(id)), 0);
+  auto end = poll_until(
+      *rest, id, [](const SlurmJob& j) { return phase_of(j.state) == Phase::kFinal; }, 30);
+  ASSERT_TRUE(end);
+  ASSERT_NEAR(end->end_time, end->suspend_time, 1.0) << "slurmctld's end is not its suspension";
+  // slurmdbd may hear of the step's end after the job's.
+  std::vector<SlurmJob> runs;
+  for (int i = 0; i < 300 && (runs.empty() || runs.back().last_step_end < end->end_time + 1);
+       ++i) {
+    auto got = rest->accounting(id);
+    ASSERT_TRUE(got.ok()) << got.error().message;
+    ASSERT_TRUE(got->has_value()) << "the dev cluster serves no accounting";
+    runs = **got;
+    std::this_thread::sleep_for(milliseconds(100));
+  }
+  ASSERT_FALSE(runs.empty());
+  const double step_end = runs.back().last_step_end;
+  ASSERT_GE(step_end, end->end_time + 6)
+      << "the batch step did not outlive the suspension: job " << end->start_time << " to "
+      << end->end_time << " (suspended " << end->suspend_time << "), step end " << step_end;
+
+  auto ps = cluster_backend(settings);  // `nodus ps`
+  auto changed = ps->refresh(job);
+  ASSERT_TRUE(changed.ok()) << changed.error().message;
+  EXPECT_EQ(job.state, JobState::kStopped) << job.note;
+  ASSERT_TRUE(job.started_at && job.ended_at);
+  EXPECT_NEAR(*job.ended_at, step_end, 1e-6);
+  EXPECT_NEAR(job.cost, step_end - *job.started_at, 1e-6);  // $1 a second
+  EXPECT_GE(job.cost, 9);  // 2 s running and 8 s suspended, less Slurm's whole seconds
+  EXPECT_NE(job.note.find("ended while suspended"), std::string::npos) << job.note;
+  std::printf("killed while suspended, unsupervised: billed %.0f s (Slurm's record: %.0f s); %s\n",
+              job.cost, end->end_time - end->start_time, job.note.c_str());
+}
+
 TEST(SlurmClusterAccounting, AJobSlurmctldForgotIsBilledFromAccountingNotLost) {
   REQUIRE_SLURM_CLUSTER();
   ShortMinJobAge short_memory;

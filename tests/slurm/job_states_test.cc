@@ -191,6 +191,32 @@ TEST(SlurmRunSegments, AQueuedRecordAddsNoRunOfItsOwn) {
   EXPECT_EQ(total_seconds(run_segments({}, &queued, 500)), 0);
 }
 
+TEST(SlurmSuspended, AJobKilledWhileSuspendedIsHeldToItsLastStepsEnd) {
+  // slurmctld: ended at its suspension (t=104); accounting: its batch step ended at 116.
+  SlurmJob last = run("CANCELLED", 100, 104);
+  last.suspend_time = 104;
+  SlurmJob accounted = run("CANCELLED", 100, 104);
+  accounted.last_step_end = 116;
+  EXPECT_EQ(end_held_while_suspended(last, {accounted}), 116);
+  // Accounting without the step's end yet, or another run's: slurmctld's record stands.
+  EXPECT_EQ(end_held_while_suspended(last, {run("CANCELLED", 100, 104)}), std::nullopt);
+  SlurmJob earlier = run("REQUEUED", 50, 60);
+  earlier.last_step_end = 116;
+  EXPECT_EQ(end_held_while_suspended(last, {earlier}), std::nullopt);
+  // Suspended and resumed long before it ended: its end is its own, not a suspension's.
+  SlurmJob resumed = last;
+  resumed.suspend_time = 102;
+  EXPECT_EQ(end_held_while_suspended(resumed, {accounted}), std::nullopt);
+  // A step that ended in the same second as the job is no later end.
+  accounted.last_step_end = 104.5;
+  EXPECT_EQ(end_held_while_suspended(last, {accounted}), std::nullopt);
+  // Still running (suspended now): not an end at all.
+  SlurmJob suspended = run("SUSPENDED", 100, 100 + 600);
+  suspended.suspend_time = 104;
+  accounted.last_step_end = 116;
+  EXPECT_EQ(end_held_while_suspended(suspended, {accounted}), std::nullopt);
+}
+
 TEST(SlurmRunSegments, WithoutAccountingSlurmctldsRecordIsTheBill) {
   SlurmJob done = run("CANCELLED", 100, 128);
   auto segments = run_segments({}, &done, 999);
