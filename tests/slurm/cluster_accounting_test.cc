@@ -141,8 +141,7 @@ TEST(SlurmClusterAccounting, AnUnsupervisedJobKilledWhileSuspendedIsBilledToItsL
   ASSERT_NEAR(end->end_time, end->suspend_time, 1.0) << "slurmctld's end is not its suspension";
   // slurmdbd may hear of the step's end after the job's.
   std::vector<SlurmJob> runs;
-  for (int i = 0; i < 300 && (runs.empty() || runs.back().last_step_end < end->end_time + 1);
-       ++i) {
+  for (int i = 0; i < 300 && (runs.empty() || runs.back().last_step_end < end->end_time + 1); ++i) {
     auto got = rest->accounting(id);
     ASSERT_TRUE(got.ok()) << got.error().message;
     ASSERT_TRUE(got->has_value()) << "the dev cluster serves no accounting";
