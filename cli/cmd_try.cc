@@ -108,7 +108,7 @@ RunFlags rerun_flags(const JobRecord& job, const Fix& fix, const std::string& me
   f.gpu = job.gpu_count > 0 ? job.gpu_type + ":" + std::to_string(job.gpu_count) : "none";
   if (job.max_cost) {
     char buf[64];
-    std::snprintf(buf, sizeof buf, "%.6f", *job.max_cost);
+    std::snprintf(buf, sizeof buf, "%.17g", *job.max_cost);  // exact: a tiny cap stays > 0
     f.max_cost = buf;
   }
   if (job.timeout_ms) f.timeout = ms_text(*job.timeout_ms);
@@ -128,7 +128,7 @@ RunFlags rerun_flags(const JobRecord& job, const Fix& fix, const std::string& me
   f.backend = job.backend;
   if (job.gpu_count > 0) {
     char buf[64];
-    std::snprintf(buf, sizeof buf, "%.6f", job.rate_per_gpu_hour);
+    std::snprintf(buf, sizeof buf, "%.17g", job.rate_per_gpu_hour);
     f.rate = buf;  // billed as the first job was
   }
   const auto& o = *job.options;

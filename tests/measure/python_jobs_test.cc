@@ -6,6 +6,7 @@
 // with a message saying so.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -482,6 +483,16 @@ TEST(PythonJobs, Tf32IsOnFromTheFirstBatchOverWhatTheScriptSet) {
   EXPECT_EQ(home.run({"show", "2"}).out.find("tf32 "), std::string::npos);
 }
 
+// Writes an FP32-math finding (what a --profile trace of a GPU job gives) into job `id`'s stats:
+// nodus try's fix for it is --tf32, which reaches any Python script through the hook.
+void give_fp32_finding(const NodusHome& home, int64_t id) {
+  auto store = store::Store::open(home.file("nodus.db"));
+  nlohmann::json finding = {{"rule", "trace-fp32"},
+                            {"verdict", "fp32-math"},
+                            {"fix", "torch.autocast(\"cuda\", dtype=torch.bfloat16)"}};
+  store->put_stats({id, {{"findings", nlohmann::json::array({finding})}}});
+}
+
 // nodus try of an FP32-math finding reruns the job with --tf32. The finding comes from a
 // --profile trace of a GPU job, so on this CPU machine it is written into the first job's stats;
 // tf32_off.py ends before any steady state, so the payoff is not judged, and that is said.
@@ -489,13 +500,7 @@ TEST(PythonJobs, TryOfAnFp32FindingRerunsTheJobWithTf32) {
   REQUIRE_TORCH();
   NodusHome home;
   ASSERT_EQ(home.run({"run", "--", kPython, kData + "tf32_off.py"}).code, 0);
-  {
-    auto store = store::Store::open(home.file("nodus.db"));
-    nlohmann::json finding = {{"rule", "trace-fp32"},
-                              {"verdict", "fp32-math"},
-                              {"fix", "torch.autocast(\"cuda\", dtype=torch.bfloat16)"}};
-    store->put_stats({1, {{"findings", nlohmann::json::array({finding})}}});
-  }
+  give_fp32_finding(home, 1);
   auto r = home.run({"try", "1", "--measure", "1s", "--format", "json"});
   ASSERT_EQ(r.code, 0) << r.err;
   auto j = nlohmann::json::parse(r.out);
@@ -520,6 +525,62 @@ TEST(PythonJobs, TryRefusesWhatItCannotTryAndRunsNothing) {
   EXPECT_NE(unknown.err.find("unknown job '7'"), std::string::npos) << unknown.err;
   auto ps = nlohmann::json::parse(home.run({"ps", "-a", "--format", "json"}).out);
   EXPECT_EQ(ps.size(), 1u) << "try ran something: " << ps.dump();
+}
+
+// nodus try reruns the job as it was run: its cap, timeout, grace, GPU, rate and environment go
+// with the rerun, so a rerun is never uncapped or billed at another price. Only the fix and the
+// --measure window are new.
+TEST(PythonJobs, TryRerunsTheJobWithItsCapTimeoutRateAndEnvironment) {
+  REQUIRE_TORCH();
+  NodusHome home;
+  auto env = gpu_env(home, 40);
+  auto first =
+      home.run({"run", "--gpu", "TEST", "--max-cost", "2.5", "--timeout", "1h", "--grace", "3s",
+                "--rate", "7.25", "-e", "MY_SETTING=kept", "--", kPython, kData + "tf32_off.py"},
+               env);
+  ASSERT_EQ(first.code, 0) << first.err;
+  give_fp32_finding(home, 1);
+  auto r = home.run({"try", "1", "--measure", "1s", "--format", "json"}, env);
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(nlohmann::json::parse(r.out)["rerun"], 2) << r.out;
+  auto a = show_json(home, "1"), b = show_json(home, "2");
+  EXPECT_EQ(b["max_cost_usd"], 2.5) << b.dump();
+  EXPECT_EQ(b["timeout_s"], 3600) << b.dump();
+  EXPECT_EQ(b["grace_s"], 3) << b.dump();
+  EXPECT_EQ(b["usd_per_gpu_hour"], 7.25) << b.dump();
+  EXPECT_EQ(b["gpu_type"], a["gpu_type"]) << b.dump();
+  EXPECT_EQ(b["gpu_count"], 1) << b.dump();
+  EXPECT_EQ(b["env"]["MY_SETTING"], "kept") << b.dump();
+  EXPECT_EQ(b["command"], a["command"]) << b.dump();
+}
+
+// A job whose secrets nodus did not keep (a secret-named variable, a credential in its command)
+// cannot be rerun as it was: try says so in one line, exit 125, and runs nothing, rather than
+// rerunning it without them.
+TEST(PythonJobs, TryRefusesAJobWhoseSecretsWereNotKeptAndRunsNothing) {
+  REQUIRE_TORCH();
+  NodusHome home;
+  ASSERT_EQ(
+      home.run({"run", "-e", "HF_TOKEN=hf_notarealtoken123", "--", kPython, kData + "tf32_off.py"})
+          .code,
+      0);
+  ASSERT_EQ(home.run({"run", "--", kPython, kData + "tf32_off.py", "--password=hunter2"}).code, 0);
+  give_fp32_finding(home, 1);
+  give_fp32_finding(home, 2);
+  auto env_secret = home.run({"try", "1"});
+  EXPECT_EQ(env_secret.code, 125) << env_secret.err;
+  EXPECT_NE(env_secret.err.find("environment held a secret nodus did not keep (HF_TOKEN)"),
+            std::string::npos)
+      << env_secret.err;
+  EXPECT_EQ(env_secret.err.find("hf_notarealtoken123"), std::string::npos) << env_secret.err;
+  EXPECT_EQ(std::count(env_secret.err.begin(), env_secret.err.end(), '\n'), 1) << env_secret.err;
+  auto argv_secret = home.run({"try", "2"});
+  EXPECT_EQ(argv_secret.code, 125) << argv_secret.err;
+  EXPECT_NE(argv_secret.err.find("command held a credential nodus did not keep"), std::string::npos)
+      << argv_secret.err;
+  EXPECT_EQ(argv_secret.err.find("hunter2"), std::string::npos) << argv_secret.err;
+  auto ps = nlohmann::json::parse(home.run({"ps", "-a", "--format", "json"}).out);
+  EXPECT_EQ(ps.size(), 2u) << "try ran something: " << ps.dump();
 }
 
 }  // namespace
