@@ -148,7 +148,7 @@ void apply_spec_file(const std::string& path, CLI::App& app, RunFlags& run, Swee
   if (!root.IsMap()) spec.fail(root.Mark(), "expected a map of keys (name, gpu, command, ...)");
   std::set<std::string> keys = {"name",         "gpu",    "resources", "caps",    "env",
                                 "workdir",      "image",  "backend",   "command", "throughput",
-                                "metric_regex", "warmup", "log_limit", "loader"};
+                                "metric_regex", "warmup", "log_limit", "loader",  "tf32"};
   if (sweep) keys.insert({"params", "objective", "repeat", "parallel", "sample", "seed"});
   spec.check_keys(root, keys, sweep ? "" : " (a job spec; params and the like are for sweep -f)");
 
@@ -229,6 +229,14 @@ void apply_spec_file(const std::string& path, CLI::App& app, RunFlags& run, Swee
     if (!knobs.IsSequence()) spec.fail(knobs.Mark(), "loader: expected a list of KNOB=VALUE");
     for (const auto& item : knobs) run.loader.push_back(value_of(item, "loader", "--loader"));
   }
+  if (auto tf32 = root["tf32"]) {
+    // A YAML boolean, as docker compose's flags are: true or false, nothing else.
+    std::string v = spec.scalar(tf32, "tf32");
+    if (v != "true" && v != "false")
+      spec.fail(tf32.Mark(),
+                "tf32: invalid value '" + escape_control(v) + "': expected true or false");
+    if (!given(app, "--tf32")) run.tf32 = v == "true";
+  }
   if (auto cmd = root["command"]; cmd && run.command.empty()) {
     // A list: each item one argument, never through a shell (write [sh, -c, "..."] for one).
     if (!cmd.IsSequence() || cmd.size() == 0)
@@ -304,6 +312,7 @@ std::string sweep_spec_yaml(const RunFlags& run, const SweepSpec& sweep) {
     for (const auto& k : run.loader) out << YAML::DoubleQuoted << k;
     out << YAML::EndSeq;
   }
+  if (run.tf32) out << YAML::Key << "tf32" << YAML::Value << true;
   if (!run.metric_regex.empty()) {
     out << YAML::Key << "metric_regex" << YAML::Value << YAML::BeginSeq;
     for (const auto& r : run.metric_regex) out << YAML::DoubleQuoted << r;

@@ -131,6 +131,40 @@ TEST(SpecFile, RunFileRunsTheJob) {
   EXPECT_NE(r.out.find("hi"), std::string::npos) << r.out;
 }
 
+// `tf32: true` is --tf32: saved by --save, read back to the same cells, and applied to the job
+// (a command the hook cannot reach is refused for it, as --tf32 is); any other value is refused
+// with the file's line and column.
+TEST(SpecFile, Tf32IsTheFlagBothWays) {
+  NodusHome home;
+  std::string saved = home.file("tf32.yaml");
+  std::vector<std::string> args = {"sweep", "--tf32",  "-p", "i=1,2",
+                                   "--",    "python3", "-c", "print({i})"};
+  ASSERT_EQ(home.run(with(args, {"--save", saved})).code, 0);
+  EXPECT_NE(read_file(saved).find("tf32: true"), std::string::npos) << read_file(saved);
+  auto from_file = home.run({"sweep", "-f", saved, "--dry-run", "--format", "json"});
+  ASSERT_EQ(from_file.code, 0) << from_file.err;
+  auto from_flags = home.run(with(args, {"--dry-run", "--format", "json"}));
+  EXPECT_EQ(from_file.out, from_flags.out);
+
+  write_file(home.file("job.yaml"), "tf32: true\ncommand: [sh, -c, \"echo ran\"]\n");
+  auto applied = home.run({"run", "-f", home.file("job.yaml")});
+  EXPECT_EQ(applied.code, 125) << applied.err;
+  EXPECT_NE(applied.err.find("--tf32"), std::string::npos) << applied.err;
+  EXPECT_EQ(applied.out.find("ran"), std::string::npos) << applied.out;
+  write_file(home.file("off.yaml"), "tf32: false\ncommand: [sh, -c, \"echo ran\"]\n");
+  auto off = home.run({"run", "-f", home.file("off.yaml")});
+  EXPECT_EQ(off.code, 0) << off.err;
+
+  write_file(home.file("bad.yaml"), "command: [sh, -c, \"echo ran\"]\ntf32: yes please\n");
+  auto bad = home.run({"run", "-f", home.file("bad.yaml")});
+  EXPECT_EQ(bad.code, 125) << bad.err;
+  EXPECT_NE(bad.err.find("bad.yaml:2:7: tf32: invalid value 'yes please': expected true or false"),
+            std::string::npos)
+      << bad.err;
+  EXPECT_EQ(bad.out.find("ran"), std::string::npos) << bad.out;
+  EXPECT_EQ(nlohmann::json::parse(home.run({"ps", "-a", "--format", "json"}).out).size(), 1u);
+}
+
 // Issue 29 point 6: a relative workdir in a spec file is the file's, as in docker compose (it
 // resolved against wherever nodus was started).
 TEST(SpecFile, ARelativeWorkdirIsRelativeToTheFile) {
