@@ -172,22 +172,22 @@ struct OutcomeFile {
   bool kept = false;
 };
 
-}  // namespace
-
 // A write while the job runs that the store refuses (a full disk) does not end the
 // supervision: the job goes on under its caps, which are kept here, not in the store.
-void Supervisor::record(const JobRecord& job, bool attach) {
+void record(store::Store& store, const JobRecord& job, bool attach) {
   try {
-    store_.update_job(job);
+    store.update_job(job);
   } catch (const Fatal& e) {
     note(attach,
          std::string("cannot write the store (") + e.what() + "): the job goes on under its caps");
   }
 }
 
-int Supervisor::run(JobRecord& job, const SuperviseRun& run) {
-  JobObserver observer(store_, run.options, run.attach);
-  OutcomeFile outcome_file(job.log_path);
+// Starts the job on the backend: its environment, its instrumentation and the record of its
+// start (made just before its first process starts). A failed launch is recorded as failed and
+// thrown.
+void launch(store::Store& store, backend::Backend& backend, JobRecord& job, const SuperviseRun& run,
+            JobObserver& observer) {
   backend::LaunchSpec spec;
   spec.env = job_environment(job, run.env);
   (*job.options)["instrumentation"] = prepare_instrumentation(job, run.options, spec.env);
@@ -198,241 +198,270 @@ int Supervisor::run(JobRecord& job, const SuperviseRun& run) {
   // Recorded as started, with its cgroup and a heartbeat, just before its first process starts:
   // killed before it records the launch, this supervisor leaves reconcile a job to kill and bill
   // to that heartbeat (its sentinel ends the job as it dies), not one that "never started".
-  spec.before_start = [this](const JobRecord& ready) {
+  spec.before_start = [&store](const JobRecord& ready) {
     // Its GPUs stay claimed while its cgroup has processes, whoever holds their locks
     // (store/gpu_locks.h): a job that outlives its supervisor and sentinel keeps them.
     if (!ready.gpu_indices.empty())
-      store::note_gpu_cgroup(ready.gpu_indices, ready.id, store_.path(),
+      store::note_gpu_cgroup(ready.gpu_indices, ready.id, store.path(),
                              backend::local::cgroup_from_note(ready.note));
     JobRecord pending = ready;
     const double now = unix_now();
     move_job(pending, JobState::kStarting);
     pending.started_at = now;
-    store_.update_job(pending);
-    store_.write_tick(pending.id, {now, {}, {}, {}});
+    store.update_job(pending);
+    store.write_tick(pending.id, {now, {}, {}, {}});
   };
 
-  auto submitted = backend_.submit(job, spec);
+  auto submitted = backend.submit(job, spec);
   if (!submitted) {
     end_job(job, {JobState::kFailed, unix_now(), submitted.error().exit_code,
                   submitted.error().message});
-    store_.release_gpus(job.id);
-    store_.update_job(job);
+    store.release_gpus(job.id);
+    store.update_job(job);
     throw Fatal(submitted.error());
   }
   move_job(job, job.started_at ? JobState::kRunning : JobState::kStarting);
-  record(job, run.attach);
+  record(store, job, run.attach);
   if (run.on_launched) run.on_launched(job, "");
+}
 
-  const auto plan = billing::plan_stop(job, run.options.budget_cap);
-  const auto grace = std::chrono::milliseconds(job.grace_ms);
-  if (auto warning = plan_warning(plan, grace)) {
-    note(run.attach, *warning);
-    add_note(job, *warning);
+// One launched job's supervision to its end: its stop plan, the controller that this thread and
+// the watchdog's share (mu guards it), what carries out their actions, and the final record.
+class Supervision {
+ public:
+  Supervision(store::Store& store, backend::Backend& backend, JobRecord& job,
+              const SuperviseRun& run, JobObserver& observer)
+      : store_(store),
+        backend_(backend),
+        job_(job),
+        run_(run),
+        observer_(observer),
+        plan_(billing::plan_stop(job, run.options.budget_cap)),
+        control_(plan_, std::chrono::milliseconds(job.grace_ms)),
+        exec_{backend, job, run.attach, {}, {}} {
+    if (auto warning = plan_warning(plan_, std::chrono::milliseconds(job.grace_ms))) {
+      note(run_.attach, *warning);
+      add_note(job_, *warning);
+    }
+    if (job_.started_at) arm();
+    // The watchdog carries out the deadlines on its own thread where the backend allows signals
+    // from another thread; the loop still checks them too (the controller acts once).
+    if (backend_.concurrent_signal_safe())
+      watchdog_.emplace(
+          [this]() -> std::optional<Clock::time_point> {
+            std::lock_guard lock(mu_);
+            return control_.next_deadline();
+          },
+          [this](Clock::time_point now) {
+            StopAction a;
+            {
+              std::lock_guard lock(mu_);
+              a = control_.on_time(now);
+            }
+            exec_.from_watchdog(a);
+          });
   }
-  // The controller is shared by this loop and the watchdog thread; mu guards it.
-  std::mutex mu;
-  StopController control(plan, grace);
-  StopExecutor exec{backend_, job, run.attach, {}, {}};
 
-  auto arm = [&] {
-    observer.on_started(job);
-    std::optional<Clock::time_point> term_at, kill_at;
-    {
-      std::lock_guard lock(mu);
-      control.arm(steady_at(*job.started_at));
-      term_at = control.term_at();
-      kill_at = control.kill_at();
-    }
-    if (kill_at) {
-      auto armed = backend_.arm_deadline(job, term_at.value_or(*kill_at), *kill_at);
-      if (!armed) note(run.attach, armed.error().message);
-    }
-  };
-  if (job.started_at) arm();
+  // Waits on the backend until the job ends (or is lost), acting on deadlines, stop requests,
+  // tampering and the observer's policies on the way.
+  backend::Outcome watch();
+  // Bills the job, decides its final state and writes it; returns the exit status of `nodus run`.
+  int finish(const backend::Outcome& outcome, OutcomeFile& outcome_file);
 
-  // The watchdog carries out the deadlines on its own thread where the backend allows signals
-  // from another thread; this loop still checks them too (the controller acts once).
-  std::optional<Watchdog> watchdog;
-  if (backend_.concurrent_signal_safe())
-    watchdog.emplace(
-        [&]() -> std::optional<Clock::time_point> {
-          std::lock_guard lock(mu);
-          return control.next_deadline();
-        },
-        [&](Clock::time_point now) {
-          StopAction a;
-          {
-            std::lock_guard lock(mu);
-            a = control.on_time(now);
-          }
-          exec.from_watchdog(a);
-        });
-  auto poke = [&] {
-    if (watchdog) watchdog->poke();
-  };
-  // Carries out an action from this thread, escalating a failed SIGTERM to the kill.
-  auto act = [&](StopAction a) {
-    if (!a.note.empty()) note(run.attach, a.note);
-    if (a.term && !exec.term()) {
-      std::lock_guard lock(mu);
-      a = control.on_term_failed(exec.last_error);
-      if (!a.note.empty()) {
-        note(run.attach, a.note);
-        add_note(job, a.note);
-      }
-    }
-    if (a.kill) exec.kill();
-    poke();
-  };
+ private:
+  template <typename F>
+  StopAction locked(F&& f) {
+    std::lock_guard lock(mu_);
+    return f(control_);
+  }
+  void arm();
+  void act(StopAction a);  // from this thread, escalating a failed SIGTERM to the kill
+  // The loop's handlers: each returns the job's outcome when the job has ended.
+  std::optional<backend::Outcome> on_error(const Error& error);
+  backend::Outcome on_exited(const backend::Event& event);
+  void on_queued(const backend::Event& event);
+  void on_tick(Clock::time_point now);
 
-  const auto interval = run.options.sample_interval;
-  auto next_tick = Clock::now() + interval;
+  store::Store& store_;
+  backend::Backend& backend_;
+  JobRecord& job_;
+  const SuperviseRun& run_;
+  JobObserver& observer_;
+  const std::optional<StopPlan> plan_;
+  std::mutex mu_;
+  StopController control_;
+  StopExecutor exec_;
+  std::optional<Watchdog> watchdog_;  // last: stopped before what it uses
+};
+
+void Supervision::arm() {
+  observer_.on_started(job_);
+  std::optional<Clock::time_point> term_at, kill_at;
+  {
+    std::lock_guard lock(mu_);
+    control_.arm(steady_at(*job_.started_at));
+    term_at = control_.term_at();
+    kill_at = control_.kill_at();
+  }
+  if (kill_at) {
+    auto armed = backend_.arm_deadline(job_, term_at.value_or(*kill_at), *kill_at);
+    if (!armed) note(run_.attach, armed.error().message);
+  }
+}
+
+void Supervision::act(StopAction a) {
+  if (!a.note.empty()) note(run_.attach, a.note);
+  if (a.term && !exec_.term()) {
+    std::lock_guard lock(mu_);
+    a = control_.on_term_failed(exec_.last_error);
+    if (!a.note.empty()) {
+      note(run_.attach, a.note);
+      add_note(job_, a.note);
+    }
+  }
+  if (a.kill) exec_.kill();
+  if (watchdog_) watchdog_->poke();
+}
+
+std::optional<backend::Outcome> Supervision::on_error(const Error& error) {
+  // The backend lost sight of the job (e.g. slurmrestd unreachable for too long).
+  note(run_.attach, error.message);
+  if (error.retryable()) return std::nullopt;
+  add_note(job_, error.message);
+  StopAction a = locked([&](StopController& c) { return c.on_lost(error.message); });
+  a.note.clear();  // already said
+  act(a);
   backend::Outcome outcome;
-  for (;;) {
+  outcome.exit_code = exit_code::kNodusError;
+  outcome.started_at = job_.started_at.value_or(unix_now());
+  outcome.ended_at = unix_now();
+  return outcome;
+}
+
+backend::Outcome Supervision::on_exited(const backend::Event& event) {
+  backend::Outcome outcome = event.outcome;
+  std::lock_guard lock(mu_);
+  if (!outcome.tampered.empty()) {
+    note(run_.attach, outcome.tampered);
+    add_note(job_, outcome.tampered);
+    (void)control_.on_tampered();
+  }
+  // An end past the TERM moment that nodus's own SIGTERM did not cause was the node's
+  // enforcer's (Slurm): the plan's reason. Not a clean exit (0, no signal): timeout(1) makes a
+  // job it stopped exit 124, so a job that exited 0 ended by itself, however late nodus saw it
+  // (a Slurm end is seen a poll or more later; across an outage, much later). And when it
+  // ended, not when nodus noticed.
+  if (outcome.exit_code != 0 || outcome.signal)
+    control_.on_exit(std::min(Clock::now(), steady_at(latest_end(outcome))));
+  return outcome;
+}
+
+void Supervision::on_queued(const backend::Event& event) {
+  // Queued before its first run: ps and show say "waiting", not "starting" (a requeued job's
+  // runs so far are billed by the backend's refresh). A hold, which no amount of waiting ends,
+  // is said once, with what releases it.
+  bool changed = false;
+  if (!job_.started_at && job_.state != JobState::kWaiting)
+    changed = move_job(job_, JobState::kWaiting);
+  if (event.why.find("Held") != std::string::npos) {
+    std::string held = "Slurm holds job " + job_.backend_id + " in its queue (" + event.why +
+                       "); it starts once released (scontrol release " + job_.backend_id + ")";
+    note(run_.attach, held);
+    add_note(job_, held);
+    changed = true;
+  }
+  if (changed) record(store_, job_, run_.attach);
+}
+
+void Supervision::on_tick(Clock::time_point now) {
+  observer_.tick(job_);
+  {
+    std::lock_guard lock(mu_);
+    if (control_.reason()) return;  // stopping already
+  }
+  if (auto why = observer_.low_util_reason()) {
+    add_note(job_, *why);
+    act(locked([&](StopController& c) { return c.on_policy(JobState::kLowUtil, *why, now); }));
+  } else if (auto done = observer_.measured_reason()) {
+    // --measure: the time box is the plan, so a job stopped by it completed.
+    add_note(job_, *done);
+    act(locked([&](StopController& c) { return c.on_policy(JobState::kCompleted, *done, now); }));
+  }
+}
+
+backend::Outcome Supervision::watch() {
+  const auto interval = run_.options.sample_interval;
+  auto next_tick = Clock::now() + interval;
+  std::optional<backend::Outcome> outcome;
+  while (!outcome) {
     auto next = next_tick;
     {
-      std::lock_guard lock(mu);
-      if (auto d = control.next_deadline(); d && *d < next) next = *d;
+      std::lock_guard lock(mu_);
+      if (auto d = control_.next_deadline(); d && *d < next) next = *d;
     }
-    auto event = backend_.wait(job, next, run.signals ? run.signals->fd() : -1);
+    auto event = backend_.wait(job_, next, run_.signals ? run_.signals->fd() : -1);
     if (!event) {
-      // The backend lost sight of the job (e.g. slurmrestd unreachable for too long).
-      note(run.attach, event.error().message);
-      if (!event.error().retryable()) {
-        add_note(job, event.error().message);
-        StopAction a;
-        {
-          std::lock_guard lock(mu);
-          a = control.on_lost(event.error().message);
-        }
-        a.note.clear();  // already said
-        act(a);
-        outcome.exit_code = exit_code::kNodusError;
-        outcome.started_at = job.started_at.value_or(unix_now());
-        outcome.ended_at = unix_now();
+      outcome = on_error(event.error());
+      continue;
+    }
+    switch (event->kind) {
+      case backend::Event::Kind::kTampered:
+        note(run_.attach, event->why);
+        add_note(job_, event->why);
+        act(locked([](StopController& c) { return c.on_tampered(); }));
+        continue;
+      case backend::Event::Kind::kExited:
+        outcome = on_exited(*event);
+        continue;
+      case backend::Event::Kind::kQueued:
+        on_queued(*event);
         break;
-      }
-      continue;
-    }
-    if (event->kind == backend::Event::Kind::kTampered) {
-      note(run.attach, event->why);
-      add_note(job, event->why);
-      StopAction a;
-      {
-        std::lock_guard lock(mu);
-        a = control.on_tampered();
-      }
-      act(a);
-      continue;
-    }
-    if (event->kind == backend::Event::Kind::kExited) {
-      outcome = event->outcome;
-      std::lock_guard lock(mu);
-      if (!outcome.tampered.empty()) {
-        note(run.attach, outcome.tampered);
-        add_note(job, outcome.tampered);
-        (void)control.on_tampered();
-      }
-      // An end past the TERM moment that nodus's own SIGTERM did not cause was the node's
-      // enforcer's (Slurm): the plan's reason. Not a clean exit (0, no signal): timeout(1) makes
-      // a job it stopped exit 124, so a job that exited 0 ended by itself, however late nodus saw
-      // it (a Slurm end is seen a poll or more later; across an outage, much later). And when it
-      // ended, not when nodus noticed.
-      if (outcome.exit_code != 0 || outcome.signal)
-        control.on_exit(std::min(Clock::now(), steady_at(latest_end(outcome))));
-      break;
-    }
-    if (event->kind == backend::Event::Kind::kQueued) {
-      // Queued before its first run: ps and show say "waiting", not "starting" (a requeued
-      // job's runs so far are billed by the backend's refresh). A hold, which no amount of
-      // waiting ends, is said once, with what releases it.
-      bool changed = false;
-      if (!job.started_at && job.state != JobState::kWaiting)
-        changed = move_job(job, JobState::kWaiting);
-      if (event->why.find("Held") != std::string::npos) {
-        std::string held = "Slurm holds job " + job.backend_id + " in its queue (" + event->why +
-                           "); it starts once released (scontrol release " + job.backend_id + ")";
-        note(run.attach, held);
-        add_note(job, held);
-        changed = true;
-      }
-      if (changed) record(job, run.attach);
-    }
-    if (event->kind == backend::Event::Kind::kStarted) {
-      job.started_at = event->started_at;
-      move_job(job, JobState::kRunning);
-      record(job, run.attach);
-      arm();
-      poke();
-    }
-    if (event->kind == backend::Event::Kind::kWoken && run.signals) {
-      while (auto sig = run.signals->take()) {
-        StopAction a;
-        {
-          std::lock_guard lock(mu);
-          a = control.on_signal(*sig, Clock::now());
+      case backend::Event::Kind::kStarted:
+        job_.started_at = event->started_at;
+        move_job(job_, JobState::kRunning);
+        record(store_, job_, run_.attach);
+        arm();
+        if (watchdog_) watchdog_->poke();
+        break;
+      case backend::Event::Kind::kWoken:
+        while (auto sig = run_.signals ? run_.signals->take() : std::nullopt) {
+          const auto at = Clock::now();
+          act(locked([&](StopController& c) { return c.on_signal(*sig, at); }));
         }
-        act(a);
-      }
+        break;
+      default:
+        break;
     }
     const auto now = Clock::now();
-    {
-      StopAction a;
-      {
-        std::lock_guard lock(mu);
-        a = control.on_time(now);
-      }
-      if (a.term || a.kill) act(a);
-    }
+    if (StopAction a = locked([&](StopController& c) { return c.on_time(now); }); a.term || a.kill)
+      act(a);
     if (now >= next_tick) {
-      observer.tick(job);
-      bool stopping;
-      {
-        std::lock_guard lock(mu);
-        stopping = control.reason().has_value();
-      }
-      if (!stopping) {
-        if (auto why = observer.low_util_reason()) {
-          add_note(job, *why);
-          StopAction a;
-          {
-            std::lock_guard lock(mu);
-            a = control.on_policy(JobState::kLowUtil, *why, now);
-          }
-          act(a);
-        } else if (auto done = observer.measured_reason()) {
-          // --measure: the time box is the plan, so a job stopped by it completed.
-          add_note(job, *done);
-          StopAction a;
-          {
-            std::lock_guard lock(mu);
-            a = control.on_policy(JobState::kCompleted, *done, now);
-          }
-          act(a);
-        }
-      }
+      on_tick(now);
       while (next_tick <= now) next_tick += interval;
     }
   }
-  watchdog.reset();  // no more signals from another thread: the job is being finished
+  watchdog_.reset();  // no more signals from another thread: the job is being finished
+  return *outcome;
+}
 
-  exec.kill();  // whatever of the tree outlived its main process
+int Supervision::finish(const backend::Outcome& outcome, OutcomeFile& outcome_file) {
+  JobRecord& job = job_;
+  exec_.kill();  // whatever of the tree outlived its main process
   if (auto leftovers = backend_.check_leftovers(job)) add_note(job, *leftovers);
   job.started_at = outcome.started_at;
   job.ended_at = outcome.ended_at;
   job.cost = billed_cost(
-      job, run.options.budget_cap,
+      job, run_.options.budget_cap,
       outcome.billed_seconds.value_or(std::max(0.0, outcome.ended_at - outcome.started_at)),
       outcome.whole_seconds);
   if (!outcome.billing_note.empty()) add_note(job, outcome.billing_note);
   job.signal = outcome.signal;
-  auto reason = control.reason();
+  auto reason = control_.reason();
   // A job that ended by itself before nodus's first SIGTERM went out keeps its own outcome,
   // whatever stop nodus planned or began next; so does one the cluster records as completed
   // (sacct's COMPLETED 0:0 is completed, as Slurm bills and reports it: issue 30). Not a stop
   // that kills at once for a reason of its own (lost, tampered).
-  const double term_sent = exec.first_term.load();
+  const double term_sent = exec_.first_term.load();
   if (reason && *reason != JobState::kLost && *reason != JobState::kTampered &&
       *reason != JobState::kCompleted) {
     const std::string planned = std::string(to_string(*reason));
@@ -450,14 +479,14 @@ int Supervisor::run(JobRecord& job, const SuperviseRun& run) {
     end.state = *reason;
   } else if (!outcome.stopped_by_cluster.empty()) {
     // The cluster's own limit, not the job and not nodus: a timeout, with what set it.
-    note(run.attach, outcome.stopped_by_cluster);
+    note(run_.attach, outcome.stopped_by_cluster);
     end.state = JobState::kTimeout;
     end.note = outcome.stopped_by_cluster;
   } else if (outcome.exit_code == 0) {
     end.state = JobState::kCompleted;
   }
   end_job(job, end);
-  std::string verdict = observer.finish(job);
+  std::string verdict = observer_.finish(job);
   try {
     store_.release_gpus(job.id);
     store_.update_job(job);
@@ -470,8 +499,19 @@ int Supervisor::run(JobRecord& job, const SuperviseRun& run) {
                    std::to_string(job.id) + "'s outcome is kept in " + outcome_file.path +
                    " until a nodus command can write it (nodus ps)");
   }
-  if (!verdict.empty()) note(run.attach, verdict);
+  if (!verdict.empty()) note(run_.attach, verdict);
   return exit_status_for(job);
+}
+
+}  // namespace
+
+int Supervisor::run(JobRecord& job, const SuperviseRun& run) {
+  JobObserver observer(store_, run.options, run.attach);
+  OutcomeFile outcome_file(job.log_path);
+  launch(store_, backend_, job, run, observer);
+  Supervision supervision(store_, backend_, job, run, observer);
+  backend::Outcome outcome = supervision.watch();
+  return supervision.finish(outcome, outcome_file);
 }
 
 }  // namespace nodus::engine

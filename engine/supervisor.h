@@ -34,7 +34,6 @@ class Supervisor {
   int run(JobRecord& job, const SuperviseRun& run);
 
  private:
-  void record(const JobRecord& job, bool attach);  // update_job, a refusal noted, not thrown
   store::Store& store_;
   backend::Backend& backend_;
 };
