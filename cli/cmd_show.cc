@@ -90,161 +90,174 @@ std::string tf32_line(const nlohmann::json* stats) {
   return out;
 }
 
-void print_job(store::Store& store, const JobRecord& job, Format format) {
-  auto stats = store.stats(job.id);
-  nlohmann::json j = job_json(job);
-  j["stats"] = stats ? stats_json(stats->values) : nlohmann::json::object();
-  if (format == Format::kJson) return print(dump_json(j) + "\n");
+void field(Table& t, const std::string& k, const std::string& v) {
+  t.add_row({k, v}, {{"field", k}, {"value", v}});
+}
 
-  Table t({{"field", "FIELD"}, {"value", "VALUE"}});
-  auto row = [&](const std::string& k, const std::string& v) {
-    t.add_row({k, v}, {{"field", k}, {"value", v}});
-  };
-  row("id", std::to_string(job.id));
-  if (!job.name.empty()) row("name", job.name);
-  row("state", std::string(to_string(job.state)));
-  row("command", command_line(job.argv));
-  row("backend", job.backend + (job.backend_id.empty() ? "" : " (" + job.backend_id + ")"));
-  row("gpu",
-      gpu_label(job) + (job.inventory_source.empty() ? "" : " from " + job.inventory_source));
-  if (job.gpu_count) row("rate", format_usd(job.rate_per_gpu_hour) + "/GPU-hour");
-  row("max cost", opt_usd(job.max_cost));
-  row("timeout", job.timeout_ms ? format_duration(Millis(*job.timeout_ms)) : "-");
-  if (std::string stop = stop_text(job); !stop.empty()) row("stop", stop);
-  row("wall", job.started_at
-                  ? format_duration(Millis(static_cast<long long>(wall_seconds(job) * 1000)))
-                  : "-");
-  row("cost", format_usd(j["cost_usd"].get<double>()));
-  row("exit code", job.exit_code ? std::to_string(*job.exit_code) : "-");
-  if (job.signal) row("signal", std::to_string(*job.signal));
-  if (!job.image.empty()) row("image", job.image);
-  row("workdir", job.workdir);
-  row("log", job.log_path);
-  if (!job.note.empty()) row("note", job.note);
+// What the job is: its command, resources, caps, outcome, environment and the knobs nodus set.
+void job_rows(Table& t, const JobRecord& job, const nlohmann::json* stats) {
+  field(t, "id", std::to_string(job.id));
+  if (!job.name.empty()) field(t, "name", job.name);
+  field(t, "state", std::string(to_string(job.state)));
+  field(t, "command", command_line(job.argv));
+  field(t, "backend", job.backend + (job.backend_id.empty() ? "" : " (" + job.backend_id + ")"));
+  field(t, "gpu",
+        gpu_label(job) + (job.inventory_source.empty() ? "" : " from " + job.inventory_source));
+  if (job.gpu_count) field(t, "rate", format_usd(job.rate_per_gpu_hour) + "/GPU-hour");
+  field(t, "max cost", opt_usd(job.max_cost));
+  field(t, "timeout", job.timeout_ms ? format_duration(Millis(*job.timeout_ms)) : "-");
+  if (std::string stop = stop_text(job); !stop.empty()) field(t, "stop", stop);
+  field(t, "wall",
+        job.started_at ? format_duration(Millis(static_cast<long long>(wall_seconds(job) * 1000)))
+                       : "-");
+  field(t, "cost", format_usd(live_cost(job)));
+  field(t, "exit code", job.exit_code ? std::to_string(*job.exit_code) : "-");
+  if (job.signal) field(t, "signal", std::to_string(*job.signal));
+  if (!job.image.empty()) field(t, "image", job.image);
+  field(t, "workdir", job.workdir);
+  field(t, "log", job.log_path);
+  if (!job.note.empty()) field(t, "note", job.note);
   if (job.sweep_id)
-    row("sweep",
-        "s" + std::to_string(*job.sweep_id) + " cell " + std::to_string(job.cell_index + 1));
-  for (const auto& [k, v] : job.env) row("env " + k, redact_env_value(k, v));
+    field(t, "sweep",
+          "s" + std::to_string(*job.sweep_id) + " cell " + std::to_string(job.cell_index + 1));
+  for (const auto& [k, v] : job.env) field(t, "env " + k, redact_env_value(k, v));
 
   if (job.options->contains("instrumentation")) {
     const auto& ins = (*job.options)["instrumentation"];
-    row("instrumented",
-        std::string(ins.value("on", false) ? "yes: " : "no: ") + ins.value("why", std::string()));
+    field(t, "instrumented",
+          std::string(ins.value("on", false) ? "yes: " : "no: ") + ins.value("why", std::string()));
   }
   if (job.options->contains("loader") && (*job.options)["loader"].is_object())
-    for (const std::string& line : loader_lines(*job.options, stats ? &stats->values : nullptr))
-      row("loader knobs", line);
-  if (job.options->value("tf32", false)) row("tf32", tf32_line(stats ? &stats->values : nullptr));
-  if (stats) {
-    telemetry::Summary s = stats->values.get<telemetry::Summary>();
-    const auto& v = stats->values;
-    if (s.util_mean) {
-      row("gpu util", "mean " + telemetry::format_percent(*s.util_mean) + ", median " +
-                          telemetry::format_percent(s.util_median.value_or(0)) + ", idle " +
-                          telemetry::format_percent(100 * s.idle_fraction.value_or(0)) +
-                          " of samples");
-      row("idle cost", opt_usd(s.idle_usd) + " of " + format_usd(job.cost));
-      std::string spark = telemetry::util_sparkline(store.gpu_samples(job.id), 60);
-      if (!spark.empty()) row("util over time", spark);
-    } else if (v.contains("gpu_note")) {
-      row("gpu util", v["gpu_note"].get<std::string>());
+    for (const std::string& line : loader_lines(*job.options, stats))
+      field(t, "loader knobs", line);
+  if (job.options->value("tf32", false)) field(t, "tf32", tf32_line(stats));
+}
+
+// What --profile found in the job's trace.
+void profile_rows(Table& t, const nlohmann::json& profile) {
+  const auto& p = profile;
+  char buf[320];
+  if (p.contains("steps") && p.value("cuda", false))
+    std::snprintf(buf, sizeof buf,
+                  "%d steps of %.2f ms: GPU busy %.0f%%, idle fetching %.0f%%, after syncs "
+                  "%.0f%%, otherwise %.0f%%; %.3g syncs, %.0f kernels (median %.3g us) per "
+                  "step; FP32 GEMM/conv %.0f%% of GPU time",
+                  p.value("steps", 0), p.value("step_ms", 0.0),
+                  100 * p.value("gpu_busy_share", 0.0), 100 * p.value("idle_fetch_share", 0.0),
+                  100 * p.value("idle_sync_share", 0.0), 100 * p.value("idle_inside_share", 0.0),
+                  p.value("syncs_per_step", 0.0), p.value("kernels_per_step", 0.0),
+                  p.value("median_kernel_us", 0.0), 100 * p.value("fp32_gemm_share", 0.0));
+  else if (p.contains("steps"))
+    std::snprintf(buf, sizeof buf, "%d steps of %.2f ms (CPU only: the GPU rows cannot be judged)",
+                  p.value("steps", 0), p.value("step_ms", 0.0));
+  else
+    std::snprintf(buf, sizeof buf, "%s", p.value("note", std::string("no trace")).c_str());
+  field(t, "profile", buf);
+  if (p.contains("trace")) field(t, "trace", p["trace"].get<std::string>());
+  for (const auto& s : p.value("sync_sites", nlohmann::json::array())) {
+    std::snprintf(buf, sizeof buf, "%.3g per step%s%s", s.value("per_step", 0.0),
+                  s.value("site", std::string()).empty() ? "" : " at ",
+                  s.value("site", std::string()).c_str());
+    std::string text = buf;
+    if (p.value("cuda", false)) {  // a CPU trace has no GPU to idle
+      std::snprintf(buf, sizeof buf, ", GPU idle %.3g ms after each",
+                    s.value("gpu_idle_ms_each", 0.0));
+      text += buf;
     }
-    if (s.cpu_percent_mean)
-      row("cpu", telemetry::format_percent(*s.cpu_percent_mean) + " of one core (" +
-                     telemetry::format_percent(100 * s.cpu_saturation.value_or(0)) + " of " +
-                     std::to_string(s.cores.value_or(0)) + " cores)");
-    auto source = [&](const char* key) {
-      std::string text = v.value(key, std::string());
-      return text.empty() ? std::string() : " (" + text + ")";
-    };
-    if (v.contains("phases")) row("phases", v["phases"].value("text", std::string()));
-    if (s.data_wait_share)
-      row("data wait",
+    field(t, "sync " + s.value("what", std::string()), text);
+  }
+  for (const auto& o : p.value("top_ops", nlohmann::json::array())) {
+    std::snprintf(buf, sizeof buf, "%.3f ms per step (%s)", o.value("ms_per_step", 0.0),
+                  p.value("top_ops_by", std::string()).c_str());
+    field(t, "top op", o.value("name", std::string()) + ": " + buf);
+  }
+}
+
+// What was measured: utilization, CPU, data wait, throughput, loaders, I/O, the profile, the
+// findings and a fix tried.
+void stats_rows(Table& t, store::Store& store, const JobRecord& job, const nlohmann::json& v) {
+  telemetry::Summary s = v.get<telemetry::Summary>();
+  if (s.util_mean) {
+    field(t, "gpu util",
+          "mean " + telemetry::format_percent(*s.util_mean) + ", median " +
+              telemetry::format_percent(s.util_median.value_or(0)) + ", idle " +
+              telemetry::format_percent(100 * s.idle_fraction.value_or(0)) + " of samples");
+    field(t, "idle cost", opt_usd(s.idle_usd) + " of " + format_usd(job.cost));
+    std::string spark = telemetry::util_sparkline(store.gpu_samples(job.id), 60);
+    if (!spark.empty()) field(t, "util over time", spark);
+  } else if (v.contains("gpu_note")) {
+    field(t, "gpu util", v["gpu_note"].get<std::string>());
+  }
+  if (s.cpu_percent_mean)
+    field(t, "cpu",
+          telemetry::format_percent(*s.cpu_percent_mean) + " of one core (" +
+              telemetry::format_percent(100 * s.cpu_saturation.value_or(0)) + " of " +
+              std::to_string(s.cores.value_or(0)) + " cores)");
+  auto source = [&](const char* key) {
+    std::string text = v.value(key, std::string());
+    return text.empty() ? std::string() : " (" + text + ")";
+  };
+  if (v.contains("phases")) field(t, "phases", v["phases"].value("text", std::string()));
+  if (s.data_wait_share)
+    field(t, "data wait",
           telemetry::format_percent(100 * *s.data_wait_share) + source("data_wait_source"));
-    if (v.contains("throughput") && v["throughput"].is_number()) {
-      // As the sweep table prints it: 8400, 43.6, 4.37.
-      double tp = v["throughput"].get<double>();
-      char buf[64];
-      std::snprintf(buf, sizeof buf, "%.*f", tp >= 100 ? 0 : tp >= 10 ? 1 : 2, tp);
-      row("throughput", std::string(buf) + " " +
-                            v.value("throughput_metric", std::string("samples_per_sec")) +
-                            source("throughput_source"));
-    }
-    if (v.contains("metrics_note")) row("metrics", v["metrics_note"].get<std::string>());
-    if (v.contains("loaders") && v["loaders"].is_array()) {
-      std::string driver = v.value("loader_driver", std::string());
-      for (const auto& l : v["loaders"]) {
-        std::string name = l.value("name", std::string("?"));
-        row(name == driver ? "loader (table)" : "loader",
+  if (v.contains("throughput") && v["throughput"].is_number()) {
+    // As the sweep table prints it: 8400, 43.6, 4.37.
+    double tp = v["throughput"].get<double>();
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%.*f", tp >= 100 ? 0 : tp >= 10 ? 1 : 2, tp);
+    field(t, "throughput",
+          std::string(buf) + " " + v.value("throughput_metric", std::string("samples_per_sec")) +
+              source("throughput_source"));
+  }
+  if (v.contains("metrics_note")) field(t, "metrics", v["metrics_note"].get<std::string>());
+  if (v.contains("loaders") && v["loaders"].is_array()) {
+    std::string driver = v.value("loader_driver", std::string());
+    for (const auto& l : v["loaders"]) {
+      std::string name = l.value("name", std::string("?"));
+      field(t, name == driver ? "loader (table)" : "loader",
             name + ": " + std::to_string(l.value("batches", 0)) + " batches, " +
                 std::to_string(l.value("samples", 0)) + " samples" +
                 (l.contains("workers") && l["workers"].is_number_integer()
                      ? ", num_workers=" + std::to_string(l["workers"].get<int>())
                      : std::string()));
-      }
-      if (v.value("ranks", 1) > 1) row("ranks", std::to_string(v["ranks"].get<int>()));
     }
-    if (v.contains("io") &&
-        (v["io"].value("readable", false) || v["io"].contains("cgroup_read_bytes"))) {
-      const auto& io = v["io"];
-      double bytes = io.value("cgroup_read_bytes", io.value("read_bytes", 0.0));
-      char buf[160];
-      std::snprintf(buf, sizeof buf, "%.1f MiB read from storage over %.0f s (%s)",
-                    bytes / (1024.0 * 1024.0), io.value("seconds", 0.0),
-                    io.value("source", std::string("/proc/PID/io")).c_str());
-      std::string text = buf;
-      if (io.contains("cgroup_note")) text += "; " + io["cgroup_note"].get<std::string>();
-      row("io", text);
-    }
-    if (v.contains("profile")) {
-      const auto& p = v["profile"];
-      char buf[320];
-      if (p.contains("steps") && p.value("cuda", false))
-        std::snprintf(buf, sizeof buf,
-                      "%d steps of %.2f ms: GPU busy %.0f%%, idle fetching %.0f%%, after syncs "
-                      "%.0f%%, otherwise %.0f%%; %.3g syncs, %.0f kernels (median %.3g us) per "
-                      "step; FP32 GEMM/conv %.0f%% of GPU time",
-                      p.value("steps", 0), p.value("step_ms", 0.0),
-                      100 * p.value("gpu_busy_share", 0.0), 100 * p.value("idle_fetch_share", 0.0),
-                      100 * p.value("idle_sync_share", 0.0),
-                      100 * p.value("idle_inside_share", 0.0), p.value("syncs_per_step", 0.0),
-                      p.value("kernels_per_step", 0.0), p.value("median_kernel_us", 0.0),
-                      100 * p.value("fp32_gemm_share", 0.0));
-      else if (p.contains("steps"))
-        std::snprintf(buf, sizeof buf,
-                      "%d steps of %.2f ms (CPU only: the GPU rows cannot be judged)",
-                      p.value("steps", 0), p.value("step_ms", 0.0));
-      else
-        std::snprintf(buf, sizeof buf, "%s", p.value("note", std::string("no trace")).c_str());
-      row("profile", buf);
-      if (p.contains("trace")) row("trace", p["trace"].get<std::string>());
-      for (const auto& s : p.value("sync_sites", nlohmann::json::array())) {
-        std::snprintf(buf, sizeof buf, "%.3g per step%s%s", s.value("per_step", 0.0),
-                      s.value("site", std::string()).empty() ? "" : " at ",
-                      s.value("site", std::string()).c_str());
-        std::string text = buf;
-        if (p.value("cuda", false)) {  // a CPU trace has no GPU to idle
-          std::snprintf(buf, sizeof buf, ", GPU idle %.3g ms after each",
-                        s.value("gpu_idle_ms_each", 0.0));
-          text += buf;
-        }
-        row("sync " + s.value("what", std::string()), text);
-      }
-      for (const auto& o : p.value("top_ops", nlohmann::json::array())) {
-        std::snprintf(buf, sizeof buf, "%.3f ms per step (%s)", o.value("ms_per_step", 0.0),
-                      p.value("top_ops_by", std::string()).c_str());
-        row("top op", o.value("name", std::string()) + ": " + buf);
-      }
-    }
-    if (v.contains("findings"))
-      for (const auto& f : v["findings"])
-        row(f.value("note", false) ? "note" : "diagnosis",
-            f.value("evidence", "") + ": " + f.value("cause", "") + " -> " + f.value("fix", ""));
-    // nodus try: the first finding's fix, measured on this job's command.
-    if (v.contains("tried") && v["tried"].is_object())
-      row("fix tried", "job " + std::to_string(v["tried"].value("job", int64_t{0})) + ": " +
-                           v["tried"].value("verdict", std::string()));
+    if (v.value("ranks", 1) > 1) field(t, "ranks", std::to_string(v["ranks"].get<int>()));
   }
+  if (v.contains("io") &&
+      (v["io"].value("readable", false) || v["io"].contains("cgroup_read_bytes"))) {
+    const auto& io = v["io"];
+    double bytes = io.value("cgroup_read_bytes", io.value("read_bytes", 0.0));
+    char buf[160];
+    std::snprintf(buf, sizeof buf, "%.1f MiB read from storage over %.0f s (%s)",
+                  bytes / (1024.0 * 1024.0), io.value("seconds", 0.0),
+                  io.value("source", std::string("/proc/PID/io")).c_str());
+    std::string text = buf;
+    if (io.contains("cgroup_note")) text += "; " + io["cgroup_note"].get<std::string>();
+    field(t, "io", text);
+  }
+  if (v.contains("profile")) profile_rows(t, v["profile"]);
+  if (v.contains("findings"))
+    for (const auto& f : v["findings"])
+      field(t, f.value("note", false) ? "note" : "diagnosis",
+            f.value("evidence", "") + ": " + f.value("cause", "") + " -> " + f.value("fix", ""));
+  // nodus try: the first finding's fix, measured on this job's command.
+  if (v.contains("tried") && v["tried"].is_object())
+    field(t, "fix tried",
+          "job " + std::to_string(v["tried"].value("job", int64_t{0})) + ": " +
+              v["tried"].value("verdict", std::string()));
+}
+
+void print_job(store::Store& store, const JobRecord& job, Format format) {
+  auto stats = store.stats(job.id);
+  if (format == Format::kJson) {
+    nlohmann::json j = job_json(job);
+    j["stats"] = stats ? stats_json(stats->values) : nlohmann::json::object();
+    return print(dump_json(j) + "\n");
+  }
+  Table t({{"field", "FIELD"}, {"value", "VALUE"}});
+  job_rows(t, job, stats ? &stats->values : nullptr);
+  if (stats) stats_rows(t, store, job, stats->values);
   if (format == Format::kTable) {
     for (size_t i = 0; i < t.size(); ++i)
       std::printf("%-16s %s\n", escape_control(t.raw(i)["field"].get<std::string>()).c_str(),

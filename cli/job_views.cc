@@ -123,9 +123,7 @@ static nlohmann::json stop_plan_json(const JobRecord& job) {
   return {{"limit", m->limit}, {"term_s", m->term_s}, {"kill_s", m->kill_s}};
 }
 
-// A job back in the queue (a Slurm job requeued after it ran) holds no GPU: its figure is what
-// its runs so far cost (the backend's refresh bills them), not a clock running over queue time.
-static double live_cost(const JobRecord& job) {
+double live_cost(const JobRecord& job) {
   if (is_final(job.state) || !job.started_at || job.state == JobState::kWaiting) return job.cost;
   return cost_usd(job.gpu_count, job.rate_per_gpu_hour, wall_seconds(job));
 }

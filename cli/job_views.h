@@ -14,6 +14,10 @@ nlohmann::json job_json(const JobRecord& job);  // the stable JSON form of a job
 nlohmann::json stats_json(const nlohmann::json& stored);
 std::string gpu_label(const JobRecord& job);  // "2 x H100-SXM [0,1]" or "-"
 double wall_seconds(const JobRecord& job);    // start to end (or now), 0 if never started
+// What the job has cost so far: its bill once ended; while it runs, its wall time at its rate. A
+// job back in the queue (a Slurm job requeued after it ran) holds no GPU: its figure is what its
+// runs so far cost (the backend's refresh bills them), not a clock running over queue time.
+double live_cost(const JobRecord& job);
 // "13.8s", "975ms": format_duration of seconds, a moment already past as 0.
 std::string duration_text(double seconds);
 

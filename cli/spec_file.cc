@@ -118,6 +118,149 @@ bool given(const CLI::App& app, const std::string& name) {
   return o != nullptr && o->count() > 0;
 }
 
+// Reads a spec file's keys into the flags they stand for. A value passes the checks of the flag
+// it stands for, in the flag's words; a bad one is refused even where a flag overrides it.
+class SpecReader {
+ public:
+  SpecReader(Spec& spec, CLI::App& app) : spec_(spec), app_(app) {}
+
+  std::string value_of(const YAML::Node& n, const std::string& key, const std::string& flag) {
+    std::string v = spec_.scalar(n, key);
+    if (auto problem = flag_value_problem(app_, flag, v); !problem.empty())
+      spec_.fail(n.Mark(), key + ": " + problem);
+    return v;
+  }
+
+  // The key's value into `field`, unless its flag was given.
+  void set(const YAML::Node& n, const std::string& key, const std::string& flag,
+           std::string& field) {
+    if (!n) return;
+    std::string v = value_of(n, key, flag);
+    if (!given(app_, flag)) field = v;
+  }
+
+  // The keys of a job (a sweep's cells have them too); `sweep` adds caps.budget.
+  void run_keys(const YAML::Node& root, RunFlags& run, SweepSpec* sweep) {
+    set(root["name"], "name", "--name", run.name);
+    set(root["gpu"], "gpu", "--gpu", run.gpu);
+    if (auto res = root["resources"]) {
+      if (!res.IsMap()) spec_.fail(res.Mark(), "resources: expected a map (gpu)");
+      spec_.check_keys(res, {"gpu"}, " in resources");
+      set(res["gpu"], "resources.gpu", "--gpu", run.gpu);
+    }
+    if (auto caps = root["caps"]) {
+      if (!caps.IsMap()) spec_.fail(caps.Mark(), "caps: expected a map (max_cost, timeout, ...)");
+      std::set<std::string> known = {"max_cost", "timeout", "grace"};
+      if (sweep) known.insert("budget");
+      spec_.check_keys(caps, known, " in caps");
+      set(caps["max_cost"], "caps.max_cost", "--max-cost", run.max_cost);
+      set(caps["timeout"], "caps.timeout", "--timeout", run.timeout);
+      set(caps["grace"], "caps.grace", "--grace", run.grace);
+      if (sweep && caps["budget"]) set(caps["budget"], "caps.budget", "--budget", sweep->budget);
+    }
+    set(root["workdir"], "workdir", "--workdir", run.workdir);
+    // As docker compose does, a relative path in the file is relative to the file, not to where
+    // nodus runs (a --workdir flag stays relative to the current folder).
+    if (root["workdir"] && !given(app_, "--workdir") && !run.workdir.empty() &&
+        run.workdir.front() != '/') {
+      std::error_code ec;
+      auto base = std::filesystem::absolute(std::filesystem::path(spec_.path()), ec).parent_path();
+      if (!ec) run.workdir = (base / run.workdir).lexically_normal().string();
+    }
+    set(root["image"], "image", "--image", run.image);
+    set(root["backend"], "backend", "--backend", run.backend);
+    set(root["throughput"], "throughput", "--throughput", run.throughput);
+    set(root["warmup"], "warmup", "--warmup", run.warmup);
+    set(root["log_limit"], "log_limit", "--log-limit", run.log_limit);
+    if (auto env = root["env"]) env_keys(env, run);
+    if (auto rx = root["metric_regex"]; rx && !given(app_, "--metric-regex")) {
+      if (!rx.IsSequence()) spec_.fail(rx.Mark(), "metric_regex: expected a list of NAME=REGEX");
+      for (const auto& item : rx)
+        run.metric_regex.push_back(value_of(item, "metric_regex", "--metric-regex"));
+    }
+    if (auto knobs = root["loader"]; knobs && !given(app_, "--loader")) {
+      if (!knobs.IsSequence()) spec_.fail(knobs.Mark(), "loader: expected a list of KNOB=VALUE");
+      for (const auto& item : knobs) run.loader.push_back(value_of(item, "loader", "--loader"));
+    }
+    if (auto tf32 = root["tf32"]) {
+      // A YAML boolean, as docker compose's flags are: true or false, nothing else.
+      std::string v = spec_.scalar(tf32, "tf32");
+      if (v != "true" && v != "false")
+        spec_.fail(tf32.Mark(),
+                   "tf32: invalid value '" + escape_control(v) + "': expected true or false");
+      if (!given(app_, "--tf32")) run.tf32 = v == "true";
+    }
+    if (auto cmd = root["command"]; cmd && run.command.empty()) {
+      // A list: each item one argument, never through a shell (write [sh, -c, "..."] for one).
+      if (!cmd.IsSequence() || cmd.size() == 0)
+        spec_.fail(cmd.Mark(),
+                   "command: expected a list of arguments, like [python, train.py]; a "
+                   "shell command is [sh, -c, \"...\"]");
+      for (const auto& item : cmd) run.command.push_back(spec_.scalar(item, "command"));
+    }
+  }
+
+  // env: a map NAME: value, before the command line's -e (the later one wins).
+  void env_keys(const YAML::Node& env, RunFlags& run) {
+    if (!env.IsMap()) spec_.fail(env.Mark(), "env: expected a map of NAME: value");
+    // The file's variables first, then the command line's (the later one wins).
+    std::vector<std::string> from_file;
+    for (const auto& kv : env) {
+      std::string name = spec_.scalar(kv.first, "env");
+      std::string value = spec_.scalar(kv.second, "env");
+      // "${NAME}": the value of nodus's own environment variable NAME, which is how --save
+      // writes a secret (the file never holds it).
+      if (auto ref = env_reference(value)) {
+        const char* real = std::getenv(ref->c_str());
+        if (!real)
+          spec_.fail(kv.second.Mark(), "env: " + name + ": " + value +
+                                           " names a variable that is not set; export " + *ref);
+        value = real;
+      }
+      std::string pair = name + "=" + value;
+      if (auto problem = flag_value_problem(app_, "--env", pair); !problem.empty())
+        spec_.fail(kv.first.Mark(), "env: " + problem);
+      from_file.push_back(pair);
+    }
+    run.env.insert(run.env.begin(), from_file.begin(), from_file.end());
+  }
+
+  // params, repeat, parallel, sample, seed and objective.
+  void sweep_keys(const YAML::Node& root, SweepSpec& sweep) {
+    if (auto params = root["params"]; params && !given(app_, "--param")) {
+      if (!params.IsMap()) spec_.fail(params.Mark(), "params: expected a map of NAME: values");
+      for (const auto& kv : params) {
+        std::string name = spec_.scalar(kv.first, "params");
+        sweep.params.push_back(name + "=" + spec_.param_values(name, kv.second));
+      }
+    }
+    auto number = [&](const YAML::Node& n, const std::string& key, const std::string& flag,
+                      auto& field, long long lo) {
+      if (!n) return;
+      std::string s = spec_.scalar(n, key);
+      char* end = nullptr;
+      errno = 0;
+      long long v = std::strtoll(s.c_str(), &end, 10);
+      if (s.empty() || *end != '\0' || errno != 0 || v < lo)
+        spec_.fail(n.Mark(), key + ": invalid value '" + escape_control(s) +
+                                 "': expected a whole " + "number >= " + std::to_string(lo));
+      if (auto problem = flag_value_problem(app_, flag, s); !problem.empty())
+        spec_.fail(n.Mark(), key + ": " + problem);  // the flag's range (--repeat: 1 to 100)
+      if (given(app_, flag)) return;
+      field = static_cast<std::remove_reference_t<decltype(*field)>>(v);
+    };
+    number(root["repeat"], "repeat", "--repeat", sweep.repeat, 1);
+    number(root["parallel"], "parallel", "--parallel", sweep.parallel, 1);
+    number(root["sample"], "sample", "--sample", sweep.sample, 1);
+    number(root["seed"], "seed", "--seed", sweep.seed, 0);
+    set(root["objective"], "objective", "--objective", sweep.objective);
+  }
+
+ private:
+  Spec& spec_;
+  CLI::App& app_;
+};
+
 }  // namespace
 
 std::optional<std::string> env_reference(const std::string& value) {
@@ -152,127 +295,9 @@ void apply_spec_file(const std::string& path, CLI::App& app, RunFlags& run, Swee
   if (sweep) keys.insert({"params", "objective", "repeat", "parallel", "sample", "seed"});
   spec.check_keys(root, keys, sweep ? "" : " (a job spec; params and the like are for sweep -f)");
 
-  // A value passes the checks of the flag it stands for, in the flag's words; a bad one is
-  // refused even where a flag overrides it.
-  auto value_of = [&](const YAML::Node& n, const std::string& key, const std::string& flag) {
-    std::string v = spec.scalar(n, key);
-    if (auto problem = flag_value_problem(app, flag, v); !problem.empty())
-      spec.fail(n.Mark(), key + ": " + problem);
-    return v;
-  };
-  auto set = [&](const YAML::Node& n, const std::string& key, const std::string& flag,
-                 std::string& field) {
-    if (!n) return;
-    std::string v = value_of(n, key, flag);
-    if (!given(app, flag)) field = v;
-  };
-  set(root["name"], "name", "--name", run.name);
-  set(root["gpu"], "gpu", "--gpu", run.gpu);
-  if (auto res = root["resources"]) {
-    if (!res.IsMap()) spec.fail(res.Mark(), "resources: expected a map (gpu)");
-    spec.check_keys(res, {"gpu"}, " in resources");
-    set(res["gpu"], "resources.gpu", "--gpu", run.gpu);
-  }
-  if (auto caps = root["caps"]) {
-    if (!caps.IsMap()) spec.fail(caps.Mark(), "caps: expected a map (max_cost, timeout, ...)");
-    std::set<std::string> known = {"max_cost", "timeout", "grace"};
-    if (sweep) known.insert("budget");
-    spec.check_keys(caps, known, " in caps");
-    set(caps["max_cost"], "caps.max_cost", "--max-cost", run.max_cost);
-    set(caps["timeout"], "caps.timeout", "--timeout", run.timeout);
-    set(caps["grace"], "caps.grace", "--grace", run.grace);
-    if (sweep && caps["budget"]) set(caps["budget"], "caps.budget", "--budget", sweep->budget);
-  }
-  set(root["workdir"], "workdir", "--workdir", run.workdir);
-  // As docker compose does, a relative path in the file is relative to the file, not to where
-  // nodus runs (a --workdir flag stays relative to the current folder).
-  if (root["workdir"] && !given(app, "--workdir") && !run.workdir.empty() &&
-      run.workdir.front() != '/') {
-    std::error_code ec;
-    auto base = std::filesystem::absolute(std::filesystem::path(path), ec).parent_path();
-    if (!ec) run.workdir = (base / run.workdir).lexically_normal().string();
-  }
-  set(root["image"], "image", "--image", run.image);
-  set(root["backend"], "backend", "--backend", run.backend);
-  set(root["throughput"], "throughput", "--throughput", run.throughput);
-  set(root["warmup"], "warmup", "--warmup", run.warmup);
-  set(root["log_limit"], "log_limit", "--log-limit", run.log_limit);
-  if (auto env = root["env"]) {
-    if (!env.IsMap()) spec.fail(env.Mark(), "env: expected a map of NAME: value");
-    // The file's variables first, then the command line's (the later one wins).
-    std::vector<std::string> from_file;
-    for (const auto& kv : env) {
-      std::string name = spec.scalar(kv.first, "env");
-      std::string value = spec.scalar(kv.second, "env");
-      // "${NAME}": the value of nodus's own environment variable NAME, which is how --save
-      // writes a secret (the file never holds it).
-      if (auto ref = env_reference(value)) {
-        const char* real = std::getenv(ref->c_str());
-        if (!real)
-          spec.fail(kv.second.Mark(), "env: " + name + ": " + value +
-                                          " names a variable that is not set; export " + *ref);
-        value = real;
-      }
-      std::string pair = name + "=" + value;
-      if (auto problem = flag_value_problem(app, "--env", pair); !problem.empty())
-        spec.fail(kv.first.Mark(), "env: " + problem);
-      from_file.push_back(pair);
-    }
-    run.env.insert(run.env.begin(), from_file.begin(), from_file.end());
-  }
-  if (auto rx = root["metric_regex"]; rx && !given(app, "--metric-regex")) {
-    if (!rx.IsSequence()) spec.fail(rx.Mark(), "metric_regex: expected a list of NAME=REGEX");
-    for (const auto& item : rx)
-      run.metric_regex.push_back(value_of(item, "metric_regex", "--metric-regex"));
-  }
-  if (auto knobs = root["loader"]; knobs && !given(app, "--loader")) {
-    if (!knobs.IsSequence()) spec.fail(knobs.Mark(), "loader: expected a list of KNOB=VALUE");
-    for (const auto& item : knobs) run.loader.push_back(value_of(item, "loader", "--loader"));
-  }
-  if (auto tf32 = root["tf32"]) {
-    // A YAML boolean, as docker compose's flags are: true or false, nothing else.
-    std::string v = spec.scalar(tf32, "tf32");
-    if (v != "true" && v != "false")
-      spec.fail(tf32.Mark(),
-                "tf32: invalid value '" + escape_control(v) + "': expected true or false");
-    if (!given(app, "--tf32")) run.tf32 = v == "true";
-  }
-  if (auto cmd = root["command"]; cmd && run.command.empty()) {
-    // A list: each item one argument, never through a shell (write [sh, -c, "..."] for one).
-    if (!cmd.IsSequence() || cmd.size() == 0)
-      spec.fail(cmd.Mark(),
-                "command: expected a list of arguments, like [python, train.py]; a "
-                "shell command is [sh, -c, \"...\"]");
-    for (const auto& item : cmd) run.command.push_back(spec.scalar(item, "command"));
-  }
-  if (!sweep) return;
-  if (auto params = root["params"]; params && !given(app, "--param")) {
-    if (!params.IsMap()) spec.fail(params.Mark(), "params: expected a map of NAME: values");
-    for (const auto& kv : params) {
-      std::string name = spec.scalar(kv.first, "params");
-      sweep->params.push_back(name + "=" + spec.param_values(name, kv.second));
-    }
-  }
-  auto number = [&](const YAML::Node& n, const std::string& key, const std::string& flag,
-                    auto& field, long long lo) {
-    if (!n) return;
-    std::string s = spec.scalar(n, key);
-    char* end = nullptr;
-    errno = 0;
-    long long v = std::strtoll(s.c_str(), &end, 10);
-    if (s.empty() || *end != '\0' || errno != 0 || v < lo)
-      spec.fail(n.Mark(), key + ": invalid value '" + escape_control(s) + "': expected a whole " +
-                              "number >= " + std::to_string(lo));
-    if (auto problem = flag_value_problem(app, flag, s); !problem.empty())
-      spec.fail(n.Mark(), key + ": " + problem);  // the flag's range (--repeat: 1 to 100)
-    if (given(app, flag)) return;
-    field = static_cast<std::remove_reference_t<decltype(*field)>>(v);
-  };
-  number(root["repeat"], "repeat", "--repeat", sweep->repeat, 1);
-  number(root["parallel"], "parallel", "--parallel", sweep->parallel, 1);
-  number(root["sample"], "sample", "--sample", sweep->sample, 1);
-  number(root["seed"], "seed", "--seed", sweep->seed, 0);
-  set(root["objective"], "objective", "--objective", sweep->objective);
+  SpecReader reader(spec, app);
+  reader.run_keys(root, run, sweep);
+  if (sweep) reader.sweep_keys(root, *sweep);
 }
 
 std::string sweep_spec_yaml(const RunFlags& run, const SweepSpec& sweep) {

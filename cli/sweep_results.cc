@@ -67,6 +67,46 @@ std::optional<double> mean_opt(const std::vector<RunFigures>& runs,
   return sum / n;
 }
 
+// The cell's figures from its runs: means of wall, GPU time, cost and each measure; the loader's
+// workers and the first unsteady note; with more than one run, every run's sample for the
+// comparison's spread.
+void add_figures(sweep::CellResult& r, const std::vector<RunFigures>& runs) {
+  r.runs = static_cast<int>(runs.size());
+  double wall = 0, gpu = 0, cost = 0;
+  for (const auto& f : runs) wall += f.wall_s, gpu += f.gpu_seconds, cost += f.cost;
+  r.wall_s = wall / r.runs;
+  r.gpu_seconds = gpu / r.runs;
+  r.cost = cost / r.runs;
+  r.throughput = mean_opt(runs, &RunFigures::throughput);
+  r.data_wait = mean_opt(runs, &RunFigures::data_wait);
+  r.util_mean = mean_opt(runs, &RunFigures::util_mean);
+  r.idle_usd = mean_opt(runs, &RunFigures::idle_usd);
+  r.verdict = runs.back().verdict;
+  r.loader_workers = runs.back().workers;
+  for (const auto& f : runs)
+    if (f.workers != r.loader_workers) r.loader_workers.reset();  // runs that disagree
+  for (const auto& f : runs)
+    if (r.unsteady.empty()) r.unsteady = f.unsteady;
+  std::map<std::string, std::vector<double>> metric_runs;
+  for (const auto& f : runs)
+    for (const auto& [name, v] : f.metrics) metric_runs[name].push_back(v);
+  for (const auto& [name, vs] : metric_runs) {
+    double sum = 0;
+    for (double v : vs) sum += v;
+    r.metrics[name] = sum / static_cast<double>(vs.size());
+  }
+  if (r.runs > 1) {
+    for (const auto& f : runs) {
+      r.samples["wall_s"].push_back(f.wall_s);
+      r.samples["cost_usd"].push_back(f.cost);
+      if (f.throughput) r.samples["throughput"].push_back(*f.throughput);
+      if (f.throughput && *f.throughput > 0 && f.wall_s > 0)
+        r.samples["usd_per_million_samples"].push_back(f.cost / (*f.throughput * f.wall_s) * 1e6);
+    }
+    for (const auto& [name, vs] : metric_runs) r.samples["metric:" + name] = vs;
+  }
+}
+
 }  // namespace
 
 SweepResults load_sweep_results(store::Store& store, const store::SweepRecord& sweep) {
@@ -131,40 +171,7 @@ SweepResults load_sweep_results(store::Store& store, const store::SweepRecord& s
     // Figures: the completed runs' means (every run's when none completed).
     std::vector<RunFigures> runs;
     for (const auto& job : done.empty() ? jobs : done) runs.push_back(figures_of(store, job));
-    r.runs = static_cast<int>(runs.size());
-    double wall = 0, gpu = 0, cost = 0;
-    for (const auto& f : runs) wall += f.wall_s, gpu += f.gpu_seconds, cost += f.cost;
-    r.wall_s = wall / r.runs;
-    r.gpu_seconds = gpu / r.runs;
-    r.cost = cost / r.runs;
-    r.throughput = mean_opt(runs, &RunFigures::throughput);
-    r.data_wait = mean_opt(runs, &RunFigures::data_wait);
-    r.util_mean = mean_opt(runs, &RunFigures::util_mean);
-    r.idle_usd = mean_opt(runs, &RunFigures::idle_usd);
-    r.verdict = runs.back().verdict;
-    r.loader_workers = runs.back().workers;
-    for (const auto& f : runs)
-      if (f.workers != r.loader_workers) r.loader_workers.reset();  // runs that disagree
-    for (const auto& f : runs)
-      if (r.unsteady.empty()) r.unsteady = f.unsteady;
-    std::map<std::string, std::vector<double>> metric_runs;
-    for (const auto& f : runs)
-      for (const auto& [name, v] : f.metrics) metric_runs[name].push_back(v);
-    for (const auto& [name, vs] : metric_runs) {
-      double sum = 0;
-      for (double v : vs) sum += v;
-      r.metrics[name] = sum / static_cast<double>(vs.size());
-    }
-    if (r.runs > 1) {
-      for (const auto& f : runs) {
-        r.samples["wall_s"].push_back(f.wall_s);
-        r.samples["cost_usd"].push_back(f.cost);
-        if (f.throughput) r.samples["throughput"].push_back(*f.throughput);
-        if (f.throughput && *f.throughput > 0 && f.wall_s > 0)
-          r.samples["usd_per_million_samples"].push_back(f.cost / (*f.throughput * f.wall_s) * 1e6);
-      }
-      for (const auto& [name, vs] : metric_runs) r.samples["metric:" + name] = vs;
-    }
+    add_figures(r, runs);
     out.cells.push_back(r);
     out.jobs.emplace_back(shown);
   }

@@ -122,6 +122,47 @@ struct JobObserver::Impl {
     lines_this_tick = 0;
     bytes_this_tick = 0;
   }
+
+  // What the job reported and what of it was sampled, coalesced or refused, and where its GPU
+  // figures came from, into its stats (`nodus show`).
+  void add_metrics_report(nlohmann::json& stats) const {
+    const auto& kept = coalescer.stats();
+    nlohmann::json reported = {{"points", kept.seen},
+                               {"stored", kept.kept},
+                               {"coalesced", kept.coalesced},
+                               {"dropped", kept.dropped_names + kept.dropped_store},
+                               {"malformed_values", malformed_values}};
+    if (!regexes.empty()) {
+      reported["lines_scanned"] = lines_scanned;
+      reported["lines_unscanned"] = lines_unscanned;
+    }
+    std::vector<std::string> notes;
+    if (metrics) {
+      const auto& counts = metrics->stats();
+      stats["metrics_lines"] = counts.lines;
+      reported["file_malformed_lines"] = counts.malformed;
+      reported["file_skipped_bytes"] = counts.skipped_bytes;
+      std::string problems = sweep::describe(counts);
+      if (!problems.empty()) notes.push_back(problems);
+    }
+    if (lines_unscanned)
+      notes.push_back(std::to_string(lines_unscanned) +
+                      " output lines over the per-tick scan budget not matched by --metric-regex");
+    if (malformed_values)
+      notes.push_back(std::to_string(malformed_values) +
+                      " malformed values ignored (fractions outside 0..1, throughput <= 0)");
+    if (std::string c = sweep::describe(kept); !c.empty()) notes.push_back(c);
+    if (gpu_dropped)
+      notes.push_back(std::to_string(gpu_dropped) + " GPU samples over the per-tick limit dropped");
+    std::string note;
+    for (const auto& n : notes) note += (note.empty() ? "" : "; ") + n;
+    if (!note.empty()) stats["metrics_note"] = note;
+    stats["metrics"] = reported;
+    if (gpu)
+      stats["gpu_source"] = gpu->source();
+    else if (!gpu_note.empty())
+      stats["gpu_note"] = gpu_note;
+  }
 };
 
 JobObserver::JobObserver(store::Store& store, const SuperviseOptions& options, bool attach)
@@ -227,43 +268,7 @@ std::string JobObserver::finish(const JobRecord& job) {
   if (conclusion.throughput) stats["throughput"] = *conclusion.throughput;
   stats["throughput_metric"] = m.options.throughput_metric;
 
-  // What the job reported and what of it was sampled, coalesced or refused: `nodus show`.
-  const auto& kept = m.coalescer.stats();
-  nlohmann::json reported = {{"points", kept.seen},
-                             {"stored", kept.kept},
-                             {"coalesced", kept.coalesced},
-                             {"dropped", kept.dropped_names + kept.dropped_store},
-                             {"malformed_values", m.malformed_values}};
-  if (!m.regexes.empty()) {
-    reported["lines_scanned"] = m.lines_scanned;
-    reported["lines_unscanned"] = m.lines_unscanned;
-  }
-  std::vector<std::string> notes;
-  if (m.metrics) {
-    const auto& counts = m.metrics->stats();
-    stats["metrics_lines"] = counts.lines;
-    reported["file_malformed_lines"] = counts.malformed;
-    reported["file_skipped_bytes"] = counts.skipped_bytes;
-    std::string problems = sweep::describe(counts);
-    if (!problems.empty()) notes.push_back(problems);
-  }
-  if (m.lines_unscanned)
-    notes.push_back(std::to_string(m.lines_unscanned) +
-                    " output lines over the per-tick scan budget not matched by --metric-regex");
-  if (m.malformed_values)
-    notes.push_back(std::to_string(m.malformed_values) +
-                    " malformed values ignored (fractions outside 0..1, throughput <= 0)");
-  if (std::string c = sweep::describe(kept); !c.empty()) notes.push_back(c);
-  if (m.gpu_dropped)
-    notes.push_back(std::to_string(m.gpu_dropped) + " GPU samples over the per-tick limit dropped");
-  std::string note;
-  for (const auto& n : notes) note += (note.empty() ? "" : "; ") + n;
-  if (!note.empty()) stats["metrics_note"] = note;
-  stats["metrics"] = reported;
-  if (m.gpu)
-    stats["gpu_source"] = m.gpu->source();
-  else if (!m.gpu_note.empty())
-    stats["gpu_note"] = m.gpu_note;
+  m.add_metrics_report(stats);
   auto findings = telemetry::diagnose(summary, conclusion.evidence);
   stats["verdict"] = telemetry::verdict(summary, conclusion.evidence);
   nlohmann::json list = nlohmann::json::array();
