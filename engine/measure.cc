@@ -315,6 +315,69 @@ std::optional<std::string> Measurement::measured(double now) const {
 
 std::vector<MetricPoint> Measurement::finish(double now) { return impl_->read(now, true); }
 
+namespace {
+
+// What the hook wrote per rank: each rank's steady start, and from the lowest rank the job's
+// phases, what --loader and --tf32 did, its loaders and the driving loader's num_workers.
+void read_hook_states(const std::map<int, nlohmann::json>& states, telemetry::Phases& phases,
+                      std::map<int, double>& steady_by_rank, Conclusion& c) {
+  if (states.empty()) return;
+  nlohmann::json loaders = nlohmann::json::array();
+  for (const auto& [rank, state] : states) {
+    if (auto t = number(state, "steady_t")) steady_by_rank[rank] = *t;
+    if (!phases.first_batch_t) {  // the lowest rank's phases describe the job
+      phases.first_batch_t = number(state, "first_batch_t");
+      phases.steady_t = number(state, "steady_t");
+      if (phases.first_batch_t) phases.source = "instrumented";
+    }
+    if (rank == states.begin()->first && state.contains("overrides"))
+      c.stats["loader_overrides"] = state["overrides"];  // --loader: what the hook did
+    if (rank == states.begin()->first && state.contains("math"))
+      c.stats["math_overrides"] = state["math"];  // --tf32: what the hook did
+    if (rank == states.begin()->first && state.contains("loaders")) {
+      loaders = state["loaders"];
+      if (state.contains("driver")) c.stats["loader_driver"] = state["driver"];
+      // The driving loader's num_workers: 0 means the loop loads its own batches.
+      for (const auto& l : loaders)
+        if (l.is_object() && state.contains("driver") && l.value("name", "") == state["driver"] &&
+            l.contains("workers") && l["workers"].is_number_integer())
+          c.evidence.loader_workers = l["workers"].get<int>();
+    }
+  }
+  c.stats["loaders"] = loaders;
+  c.stats["ranks"] = states.size();
+}
+
+// The job's phases (start-up, warm-up, steady state) and what its start-up cost.
+void add_phases(const telemetry::Phases& phases, const JobRecord& job, Conclusion& c) {
+  if (!phases.first_batch_t) return;
+  c.stats["phases"] = {{"source", phases.source}, {"startup_s", *phases.startup_s()}};
+  double rate = usd_per_second(job.gpu_count, job.rate_per_gpu_hour);
+  c.stats["phases"]["startup_usd"] = *phases.startup_s() * rate;
+  if (phases.steady_t) {
+    c.stats["phases"]["warmup_s"] = *phases.warmup_s();
+    c.stats["phases"]["steady_s"] = *phases.steady_s();
+  }
+  c.stats["phases"]["text"] = telemetry::describe_phases(phases, rate);
+}
+
+// What the job read from storage, and the CPU's iowait, as evidence and stats.
+void add_io(telemetry::IoTracker& tracker, Conclusion& c) {
+  auto io = tracker.evidence();
+  c.evidence.read_mib_per_s = io.read_mib_per_s();
+  c.evidence.iowait_share = io.iowait_share;
+  c.evidence.io_source = io.source();
+  nlohmann::json j = {{"read_bytes", io.read_bytes}, {"seconds", io.seconds}};
+  if (io.cgroup_read_bytes) j["cgroup_read_bytes"] = *io.cgroup_read_bytes;
+  if (!io.cgroup_note.empty()) j["cgroup_note"] = io.cgroup_note;
+  j["source"] = io.source();
+  if (io.iowait_share) j["iowait_share"] = *io.iowait_share;
+  j["readable"] = io.readable;
+  c.stats["io"] = j;
+}
+
+}  // namespace
+
 Conclusion Measurement::conclude(const JobRecord& job, SeriesSource& series, double cost,
                                  double wall_s) const {
   const Impl& m = *impl_;
@@ -326,32 +389,7 @@ Conclusion Measurement::conclude(const JobRecord& job, SeriesSource& series, dou
   phases.start_t = job.started_at.value_or(0);
   phases.end_t = job.ended_at.value_or(unix_now());
   std::map<int, double> steady_by_rank;
-  nlohmann::json loaders = nlohmann::json::array();
-  for (const auto& [rank, state] : m.states) {
-    if (auto t = number(state, "steady_t")) steady_by_rank[rank] = *t;
-    if (!phases.first_batch_t) {  // the lowest rank's phases describe the job
-      phases.first_batch_t = number(state, "first_batch_t");
-      phases.steady_t = number(state, "steady_t");
-      if (phases.first_batch_t) phases.source = "instrumented";
-    }
-    if (rank == m.states.begin()->first && state.contains("overrides"))
-      c.stats["loader_overrides"] = state["overrides"];  // --loader: what the hook did
-    if (rank == m.states.begin()->first && state.contains("math"))
-      c.stats["math_overrides"] = state["math"];  // --tf32: what the hook did
-    if (rank == m.states.begin()->first && state.contains("loaders")) {
-      loaders = state["loaders"];
-      if (state.contains("driver")) c.stats["loader_driver"] = state["driver"];
-      // The driving loader's num_workers: 0 means the loop loads its own batches.
-      for (const auto& l : loaders)
-        if (l.is_object() && state.contains("driver") && l.value("name", "") == state["driver"] &&
-            l.contains("workers") && l["workers"].is_number_integer())
-          c.evidence.loader_workers = l["workers"].get<int>();
-    }
-  }
-  if (!m.states.empty()) {
-    c.stats["loaders"] = loaders;
-    c.stats["ranks"] = m.states.size();
-  }
+  read_hook_states(m.states, phases, steady_by_rank, c);
   // Without the hook, the job's first report shows its loop has run: the start of the
   // warm-up, which then lasts the --warmup seconds.
   const std::string& tp = m.options.throughput_metric;
@@ -371,16 +409,7 @@ Conclusion Measurement::conclude(const JobRecord& job, SeriesSource& series, dou
         (*warm_s == 0 || *phases.first_batch_t + *warm_s < phases.end_t))
       phases.steady_t = *phases.first_batch_t + *warm_s;
   }
-  if (phases.first_batch_t) {
-    c.stats["phases"] = {{"source", phases.source}, {"startup_s", *phases.startup_s()}};
-    double rate = usd_per_second(job.gpu_count, job.rate_per_gpu_hour);
-    c.stats["phases"]["startup_usd"] = *phases.startup_s() * rate;
-    if (phases.steady_t) {
-      c.stats["phases"]["warmup_s"] = *phases.warmup_s();
-      c.stats["phases"]["steady_s"] = *phases.steady_s();
-    }
-    c.stats["phases"]["text"] = telemetry::describe_phases(phases, rate);
-  }
+  add_phases(phases, job, c);
 
   // One pass over each table, now that the steady state's start is known: the whole job and
   // the steady slice into two accumulators, the job's own means and the hook's per-rank sums
@@ -443,19 +472,7 @@ Conclusion Measurement::conclude(const JobRecord& job, SeriesSource& series, dou
 
   if (m.on() && m.options.profile) c.stats["profile"] = read_profile(m.dir, c.evidence);
 
-  if (m.io) {
-    auto io = m.io->evidence();
-    c.evidence.read_mib_per_s = io.read_mib_per_s();
-    c.evidence.iowait_share = io.iowait_share;
-    c.evidence.io_source = io.source();
-    nlohmann::json j = {{"read_bytes", io.read_bytes}, {"seconds", io.seconds}};
-    if (io.cgroup_read_bytes) j["cgroup_read_bytes"] = *io.cgroup_read_bytes;
-    if (!io.cgroup_note.empty()) j["cgroup_note"] = io.cgroup_note;
-    j["source"] = io.source();
-    if (io.iowait_share) j["iowait_share"] = *io.iowait_share;
-    j["readable"] = io.readable;
-    c.stats["io"] = j;
-  }
+  if (m.io) add_io(*m.io, c);
   return c;
 }
 
