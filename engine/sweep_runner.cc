@@ -186,17 +186,12 @@ class CellLauncher : public SweepScheduler::Launcher {
   const int64_t self_start_ = store::process_start_time(self_);
 };
 
-}  // namespace
-
-std::string SweepRunner::run(store::SweepRecord& sweep, std::vector<PlannedCell>& cells,
-                             const SweepSettings& settings) {
-  SweepScheduler scheduler(settings.budget, settings.parallel);
-  // A resumed sweep has spent what every earlier attempt of every cell cost, not only the cells
-  // that completed: the budget covers the sweep, however many times it was resumed.
-  if (sweep.id != 0) scheduler.add_done(store_.sweep_spent(sweep.id));
-  // Longest first where earlier runs of the same cells tell how long they take (cell_order.h).
+// Queues the cells not done yet, longest first where earlier runs of the same cells tell how
+// long they take (cell_order.h), each with the most it can cost.
+void queue_cells(store::Store& store, SweepScheduler& scheduler, const store::SweepRecord& sweep,
+                 const std::vector<PlannedCell>& cells) {
   const auto known =
-      known_durations(store_, sweep.argv, sweep.backend,
+      known_durations(store, sweep.argv, sweep.backend,
                       sweep.id != 0 ? std::optional<int64_t>(sweep.id) : std::nullopt);
   std::vector<CellEstimate> estimates;
   for (size_t i = 0; i < cells.size(); ++i) {
@@ -209,6 +204,49 @@ std::string SweepRunner::run(store::SweepRecord& sweep, std::vector<PlannedCell>
     scheduler.add_pending(i, worst_case_cost(job.gpu_count, job.rate_per_gpu_hour, job.max_cost,
                                              job.timeout_ms, job.grace_ms));
   }
+}
+
+// A stop of the sweep (SIGINT, SIGTERM): no cell starts any more, running cells get the signal
+// through their supervisors, and orphaned cluster jobs a SIGTERM from the cluster.
+void pass_on_stop(int sig, SweepScheduler& scheduler, SweepStop& stop,
+                  const std::vector<Running>& running, const std::vector<size_t>& orphans,
+                  std::vector<PlannedCell>& cells) {
+  if (stop == SweepStop::kNone)
+    stop = sig == SIGTERM ? SweepStop::kStopped : SweepStop::kInterrupted;
+  if (!scheduler.stopped())
+    std::fprintf(
+        stderr,
+        "\nnodus: stopping the sweep: running cells get SIGTERM, finished cells are kept\n");
+  scheduler.stop();
+  for (const auto& r : running) ::kill(r.pid, sig == SIGINT ? SIGINT : SIGTERM);
+  for (size_t o : orphans) {  // no supervisor to pass the stop on: ask the cluster
+    JobRecord& job = cells[o].job;
+    if (auto b = backend::make_backend(job.backend); b) (void)b->signal(job, SIGTERM);
+  }
+}
+
+// Attempts that waited for GPUs and never started: cancelled, their claims released.
+void cancel_unstarted(store::Store& store, const SweepScheduler& scheduler,
+                      std::vector<PlannedCell>& cells) {
+  for (size_t i : scheduler.pending()) {  // attempts that waited for GPUs and never started
+    JobRecord& job = cells[i].job;
+    if (job.id == 0 || is_final(job.state)) continue;
+    end_job(job, {JobState::kCancelled, unix_now(), std::nullopt,
+                  "not started: the sweep was stopped while it waited for GPUs"});
+    store.release_gpus(job.id);
+    store.update_job(job);
+  }
+}
+
+}  // namespace
+
+std::string SweepRunner::run(store::SweepRecord& sweep, std::vector<PlannedCell>& cells,
+                             const SweepSettings& settings) {
+  SweepScheduler scheduler(settings.budget, settings.parallel);
+  // A resumed sweep has spent what every earlier attempt of every cell cost, not only the cells
+  // that completed: the budget covers the sweep, however many times it was resumed.
+  if (sweep.id != 0) scheduler.add_done(store_.sweep_spent(sweep.id));
+  queue_cells(store_, scheduler, sweep, cells);
   progress_.begin(cells, settings.budget);
   CellLauncher launcher(store_, progress_, sweep, cells, settings);
   auto& running = launcher.running;
@@ -245,20 +283,8 @@ std::string SweepRunner::run(store::SweepRecord& sweep, std::vector<PlannedCell>
     int n = ::poll(fds.data(), fds.size(), timeout);
     if (n < 0 && errno != EINTR) throw Fatal(std::string("poll: ") + std::strerror(errno));
     if (fds[0].revents & POLLIN) {
-      while (auto sig = signals_.take()) {
-        if (stop == SweepStop::kNone)
-          stop = *sig == SIGTERM ? SweepStop::kStopped : SweepStop::kInterrupted;
-        if (!scheduler.stopped())
-          std::fprintf(
-              stderr,
-              "\nnodus: stopping the sweep: running cells get SIGTERM, finished cells are kept\n");
-        scheduler.stop();
-        for (const auto& r : running) ::kill(r.pid, *sig == SIGINT ? SIGINT : SIGTERM);
-        for (size_t o : orphans) {  // no supervisor to pass the stop on: ask the cluster
-          JobRecord& job = cells[o].job;
-          if (auto b = backend::make_backend(job.backend); b) (void)b->signal(job, SIGTERM);
-        }
-      }
+      while (auto sig = signals_.take())
+        pass_on_stop(*sig, scheduler, stop, running, orphans, cells);
     }
     for (size_t k = 1; k < fds.size(); ++k) {
       if (!(fds[k].revents & POLLIN)) continue;
@@ -294,14 +320,7 @@ std::string SweepRunner::run(store::SweepRecord& sweep, std::vector<PlannedCell>
     progress_.tick(cells, scheduler.ledger().spent());
   }
   progress_.end();
-  for (size_t i : scheduler.pending()) {  // attempts that waited for GPUs and never started
-    JobRecord& job = cells[i].job;
-    if (job.id == 0 || is_final(job.state)) continue;
-    end_job(job, {JobState::kCancelled, unix_now(), std::nullopt,
-                  "not started: the sweep was stopped while it waited for GPUs"});
-    store_.release_gpus(job.id);
-    store_.update_job(job);
-  }
+  cancel_unstarted(store_, scheduler, cells);
 
   std::vector<JobState> states;
   // A loser stopped early did what was asked of it: it does not fail the sweep.
