@@ -2,10 +2,12 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <regex>
 #include <sstream>
+#include <thread>
 
 #include "cli/fixtures.h"
 
@@ -202,12 +204,22 @@ TEST(Truth, TheOutcomeIsOneLineAndWaitSaysWhatItWaitsFor) {
   EXPECT_NE(show_json(home, "1")["note"].get<std::string>().find("contained by"),
             std::string::npos);  // still in the record
 
-  auto detached = home.run({"run", "-d", "--timeout", "1m", "--", "sleep", "1"});
+  // The detached job ends only once `wait` has said what it waits for, however slow the
+  // machine: a `sleep 1` could end before `wait` started, under sanitizers on a loaded machine.
+  const std::string go = home.file("go");
+  auto detached = home.run({"run", "-d", "--timeout", "1m", "--", "sh", "-c",
+                            "while [ ! -e " + go + " ]; do sleep 0.05; done"});
   ASSERT_EQ(detached.code, 0) << detached.err;
-  auto waited = home.run({"wait", "2"});
-  EXPECT_EQ(waited.code, 0) << waited.err;
-  EXPECT_NE(waited.err.find("nodus: waiting for job 2 "), std::string::npos) << waited.err;
-  EXPECT_NE(waited.err.find("nodus: job 2 completed after "), std::string::npos) << waited.err;
+  const std::string wait_out = home.file("wait.out");
+  pid_t waiter = home.start({"wait", "2"}, {}, wait_out);
+  for (int i = 0;
+       i < 600 && read_file(wait_out + ".err").find("waiting for job 2 ") == std::string::npos; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  write_file(go, "");
+  EXPECT_EQ(wait_exit(waiter, std::chrono::seconds(60)), 0);
+  const std::string waited = read_file(wait_out + ".err");
+  EXPECT_NE(waited.find("nodus: waiting for job 2 "), std::string::npos) << waited;
+  EXPECT_NE(waited.find("nodus: job 2 completed after "), std::string::npos) << waited;
 
   std::string script = "echo '{{\"samples_per_sec\": 436.13}}' >> $NODUS_METRICS";
   auto sweep = home.run({"sweep", "--warmup", "0s", "-p", "a=1", "--", "sh", "-c", script});
