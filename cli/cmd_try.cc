@@ -95,6 +95,13 @@ Fix fix_for(const JobRecord& job, const nlohmann::json& stats) {
 
 std::string ms_text(int64_t ms) { return std::to_string(ms) + "ms"; }
 
+// A dollar figure as text that parses back to the same double: a tiny cap stays above 0.
+std::string exact_text(double usd) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.17g", usd);
+  return buf;
+}
+
 // The first job's flags again, with the fix's knobs over its own and the --measure window.
 RunFlags rerun_flags(const JobRecord& job, const Fix& fix, const std::string& measure) {
   for (const auto& arg : job.argv)
@@ -106,11 +113,7 @@ RunFlags rerun_flags(const JobRecord& job, const Fix& fix, const std::string& me
   RunFlags f;
   f.command = job.argv;
   f.gpu = job.gpu_count > 0 ? job.gpu_type + ":" + std::to_string(job.gpu_count) : "none";
-  if (job.max_cost) {
-    char buf[64];
-    std::snprintf(buf, sizeof buf, "%.17g", *job.max_cost);  // exact: a tiny cap stays > 0
-    f.max_cost = buf;
-  }
+  if (job.max_cost) f.max_cost = exact_text(*job.max_cost);
   if (job.timeout_ms) f.timeout = ms_text(*job.timeout_ms);
   f.grace = ms_text(job.grace_ms);
   for (const auto& [k, v] : job.env) {
@@ -126,11 +129,7 @@ RunFlags rerun_flags(const JobRecord& job, const Fix& fix, const std::string& me
   f.workdir = job.workdir;
   f.image = job.image;
   f.backend = job.backend;
-  if (job.gpu_count > 0) {
-    char buf[64];
-    std::snprintf(buf, sizeof buf, "%.17g", job.rate_per_gpu_hour);
-    f.rate = buf;  // billed as the first job was
-  }
+  if (job.gpu_count > 0) f.rate = exact_text(job.rate_per_gpu_hour);  // billed as the first was
   const auto& o = *job.options;
   if (o.contains("sample_interval_ms"))
     f.sample_interval = ms_text(o["sample_interval_ms"].get<int64_t>());

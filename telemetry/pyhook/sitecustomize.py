@@ -21,9 +21,9 @@
 #   6. with NODUS_TF32=1 (nodus run --tf32), turns on TF32 for FP32 matmuls and cuDNN
 #      convolutions at the first batch, over what the program set before its loop; what they
 #      were and what they are at the last write go into the state file ("math").
-# Beyond what NODUS_LOADER and NODUS_TF32 ask, it never changes what the program does or prints: the batch and
-# any exception pass through untouched, and any failure inside the hook disables it with one
-# line on stderr.
+# Beyond what NODUS_LOADER and NODUS_TF32 ask, it never changes what the program does or
+# prints: the batch and any exception pass through untouched, and any failure inside the hook
+# disables it with one line on stderr.
 import sys as _nodus_sys
 
 

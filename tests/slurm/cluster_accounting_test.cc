@@ -23,6 +23,15 @@ constexpr double kRate = 3600;  // $ per GPU-hour: $1 per GPU-second, so cost / 
 
 int64_t id_of(const JobRecord& job) { return std::stoll(job.backend_id); }
 
+// A job of `gpus` GPUs of `type` at kRate, not yet submitted.
+JobRecord billed_job(std::vector<std::string> argv, const JobDir& dir, const char* type, int gpus) {
+  JobRecord job = new_job(std::move(argv), dir);
+  job.gpu_type = type;
+  job.gpu_count = gpus;
+  job.rate_per_gpu_hour = kRate;
+  return job;
+}
+
 // The job's finished runs in Slurm's accounting, once slurmdbd has every one of them ended
 // (`runs` of them); fails the test after 20 s.
 std::vector<SlurmJob> accounted(const SlurmSettings& settings, int64_t id, size_t runs) {
@@ -87,10 +96,7 @@ TEST(SlurmClusterAccounting, StopOfAnUnsupervisedJobIsBilledFromSlurmsTimes) {
   REQUIRE_SLURM_CLUSTER();
   JobDir dir;
   auto settings = cluster_settings(dir);
-  JobRecord job = new_job({"sleep", "120"}, dir);
-  job.gpu_type = "H100";
-  job.gpu_count = 2;
-  job.rate_per_gpu_hour = kRate;
+  JobRecord job = billed_job({"sleep", "120"}, dir, "H100", 2);
   {
     auto submitter = cluster_backend(settings);  // `nodus run --detach`, then its supervisor died
     ASSERT_TRUE(submitter->submit(job, quiet()).ok());
@@ -122,10 +128,7 @@ TEST(SlurmClusterAccounting, AnUnsupervisedJobKilledWhileSuspendedIsBilledToItsL
   REQUIRE_SLURM_CLUSTER();
   JobDir dir;
   auto settings = cluster_settings(dir);
-  JobRecord job = new_job({"sleep", "300"}, dir);
-  job.gpu_type = "L4";
-  job.gpu_count = 1;
-  job.rate_per_gpu_hour = kRate;
+  JobRecord job = billed_job({"sleep", "300"}, dir, "L4", 1);
   ASSERT_TRUE(cluster_backend(settings)->submit(job, quiet()).ok());
   job.state = JobState::kRunning;  // and its supervisor died
   const int64_t id = id_of(job);
@@ -172,10 +175,7 @@ TEST(SlurmClusterAccounting, AJobSlurmctldForgotIsBilledFromAccountingNotLost) {
   ShortMinJobAge short_memory;
   JobDir dir;
   auto settings = cluster_settings(dir);
-  JobRecord job = new_job({"sleep", "3"}, dir);
-  job.gpu_type = "H100";
-  job.gpu_count = 4;
-  job.rate_per_gpu_hour = kRate;
+  JobRecord job = billed_job({"sleep", "3"}, dir, "H100", 4);
   ASSERT_TRUE(cluster_backend(settings)->submit(job, quiet()).ok());
   job.state = JobState::kRunning;  // and its supervisor died
   // Until slurmctld no longer knows it (MinJobAge=2 plus its purge interval).
@@ -222,10 +222,7 @@ TEST(SlurmClusterAccounting, ARequeuedJobIsBilledForBothRuns) {
   JobDir dir;
   auto settings = cluster_settings(dir);
   // Sleeps 3 s on each run: the requeue comes 2 s into the first.
-  JobRecord job = new_job({"sleep", "3"}, dir);
-  job.gpu_type = "L4";
-  job.gpu_count = 1;
-  job.rate_per_gpu_hour = kRate;
+  JobRecord job = billed_job({"sleep", "3"}, dir, "L4", 1);
   auto backend = cluster_backend(settings);
   ASSERT_TRUE(backend->submit(job, quiet()).ok());
   std::thread requeuer(requeue_once, settings, id_of(job), milliseconds(2000));
