@@ -94,13 +94,13 @@ TEST_F(Tamper, AJobThatKillsItsSentinelIsKilledAtOnce) {
 TEST_F(Tamper, AJobThatStopsItsSupervisorIsKilledByTheSentinel) {
   NodusHome home;
   const std::string marker = unique_marker("81002");
-  const std::string started = home.file("started");
-  pid_t nodus =
-      home.start({"run", "--gpu", kTestGpu, "--max-cost", "60", "--", "bash",
-                  script_file(home, "touch " + started + "; kill -STOP $PPID; sleep " + marker)},
-                 test_gpus(home));
-  for (int i = 0; i < 400 && ::access(started.c_str(), F_OK) != 0; ++i)
-    std::this_thread::sleep_for(50ms);
+  pid_t nodus = home.start({"run", "--gpu", kTestGpu, "--max-cost", "60", "--", "bash",
+                            script_file(home, "kill -STOP $PPID; sleep " + marker)},
+                           test_gpus(home));
+  // The marked process starts only after the stop. (Waiting for a file the script touched before
+  // the stop raced it: seen before the sleep ran, no survivor, the supervisor continued at once,
+  // and the job ran on under a live supervisor for the whole wait, about 1 run in 10.)
+  ASSERT_TRUE(wait_for_processes(marker, 1, 20s)) << read_file(home.file("started.out.err"));
   // The sentinel alone ends it: the supervisor stays stopped until we continue it.
   auto left = survivors_after(marker, 30s);
   EXPECT_TRUE(left.empty()) << "the job ran on while its supervisor was stopped";
