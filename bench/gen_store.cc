@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "store/job_stats.h"
 #include "store/store.h"
 
 namespace {

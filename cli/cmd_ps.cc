@@ -4,6 +4,7 @@
 #include "cli/common.h"
 #include "cli/job_views.h"
 #include "core/error.h"
+#include "core/table_fields.h"
 #include "engine/reconcile.h"
 
 namespace nodus::cli {
@@ -27,14 +28,14 @@ struct PsCommand {
       if (!found) throw Fatal("--sweep: unknown sweep '" + sweep + "': see nodus sweeps");
       filter.sweep_id = found->id;
     }
-    auto jobs = store->jobs(filter);
-    if (!state.empty()) {
-      std::vector<JobRecord> kept;
-      for (auto& job : jobs)
-        if (to_string(job.state) == state) kept.push_back(std::move(job));
-      jobs = std::move(kept);
-    }
-    print(jobs_table(jobs).render(f));
+    // Row by row, as the store reads them: memory stays flat in the store's size (`ps -a`).
+    TableWriter writer(columns_of(job_fields()), f, [](std::string_view text) {
+      std::fwrite(text.data(), 1, text.size(), stdout);
+    });
+    store->each_job(filter, writer.measures() ? 2 : 1, [&](int pass, const JobRecord& job) {
+      if (state.empty() || to_string(job.state) == state) feed_row(writer, job_fields(), pass, job);
+    });
+    writer.finish();
     return 0;
   }
 };

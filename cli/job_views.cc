@@ -188,7 +188,7 @@ nlohmann::json stats_json(const nlohmann::json& stored) {
   return out;
 }
 
-Table jobs_table(const std::vector<JobRecord>& jobs) {
+const std::vector<Field<JobRecord>>& job_fields() {
   using F = Field<JobRecord>;
   auto wall_text = [](const JobRecord& j) {
     return j.started_at ? format_duration(Millis(static_cast<long long>(wall_seconds(j) * 1000)))
@@ -254,7 +254,7 @@ Table jobs_table(const std::vector<JobRecord>& jobs) {
        },
        [](auto& j) { return nlohmann::json(j.argv); }},
   };
-  return make_table(fields, jobs);
+  return fields;
 }
 
 }  // namespace nodus::cli

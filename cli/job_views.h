@@ -5,10 +5,12 @@
 
 #include "core/job.h"
 #include "core/table.h"
+#include "core/table_fields.h"
 
 namespace nodus::cli {
 
-Table jobs_table(const std::vector<JobRecord>& jobs);
+// The `ps` listing's columns (core/table_fields.h), fed a row at a time (feed_row).
+const std::vector<Field<JobRecord>>& job_fields();
 nlohmann::json job_json(const JobRecord& job);  // the stable JSON form of a job
 // A job's stored stats in the json units of docs/output.md (fractions 0-1, cores).
 nlohmann::json stats_json(const nlohmann::json& stored);

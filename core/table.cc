@@ -24,9 +24,6 @@ const nlohmann::json& Table::raw(size_t row) const { return (*raw_)[row]; }
 
 void Table::add_row(std::vector<std::string> text, nlohmann::json raw) {
   text.resize(columns_.size());
-  // Display text is made safe once, here: a name with a newline or an escape sequence cannot
-  // forge a row or drive the terminal, and widths are measured on what is printed.
-  for (auto& cell : text) cell = escape_control(cell);
   text_.push_back(std::move(text));
   raw_->push_back(std::move(raw));
 }
@@ -36,29 +33,70 @@ bool Table::is_marked(size_t row) const {
 }
 
 std::string Table::render(Format format) const {
-  switch (format) {
-    case Format::kJson:
-      // Rows written by older versions may hold invalid UTF-8: replace it rather than fail.
-      return dump_json(raw_rows()) + "\n";
-    case Format::kCsv:
-      return render_csv();
-    case Format::kMd:
-      return render_md();
-    case Format::kTable:
-      break;
-  }
-  return render_text();
+  std::string out;
+  TableWriter writer(columns_, format, [&](std::string_view s) { out += s; });
+  if (writer.measures())
+    for (size_t r = 0; r < text_.size(); ++r) writer.measure(text_[r], is_marked(r));
+  static const nlohmann::json kNone;
+  for (size_t r = 0; r < text_.size(); ++r)
+    writer.write(writer.wants_text() ? text_[r] : std::vector<std::string>{},
+                 writer.wants_text() ? kNone : (*raw_)[r], is_marked(r));
+  writer.finish();
+  return out;
 }
 
-nlohmann::json Table::contract_row(size_t row) const {
+
+namespace {
+
+// Every declared key, null where the row lacks it, and schema_version: what json and csv carry.
+nlohmann::json contract_of(const std::vector<Column>& columns, const nlohmann::json& raw) {
   nlohmann::json out = nlohmann::json::object();
-  const nlohmann::json& raw = (*raw_)[row];
-  for (const auto& col : columns_) {
+  for (const auto& col : columns) {
     auto it = raw.is_object() ? raw.find(col.key) : raw.end();
     out[col.key] = raw.is_object() && it != raw.end() ? *it : nlohmann::json();
   }
   out["schema_version"] = kSchemaVersion;
   return out;
+}
+
+// Markdown cells are shown as typed: no extra table column, raw HTML or entity from user text.
+std::string md_escape(const std::string& s) {
+  std::string out;
+  for (char c : s) {
+    switch (c) {
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '&':
+        out += "&amp;";
+        break;
+      case '|':
+      case '\\':
+        out += '\\';
+        out += c;
+        break;
+      default:
+        out += c;
+    }
+  }
+  return out;
+}
+
+// Display text is made safe once, before it is measured or printed: a name with a newline or an
+// escape sequence cannot forge a row or drive the terminal, and widths are those of what prints.
+std::vector<std::string> safe_cells(std::vector<std::string> text, size_t columns) {
+  text.resize(columns);
+  for (auto& cell : text) cell = escape_control(cell);
+  return text;
+}
+
+}  // namespace
+
+nlohmann::json Table::contract_row(size_t row) const {
+  return contract_of(columns_, (*raw_)[row]);
 }
 
 nlohmann::json Table::raw_rows() const {
@@ -67,43 +105,128 @@ nlohmann::json Table::raw_rows() const {
   return rows;
 }
 
-std::vector<size_t> Table::shown_columns() const {
+TableWriter::TableWriter(std::vector<Column> columns, Format format, Sink sink)
+    : columns_(std::move(columns)),
+      format_(format),
+      sink_(std::move(sink)),
+      width_(columns_.size()),
+      has_value_(columns_.size()) {}
+
+void TableWriter::measure(const std::vector<std::string>& text, bool marked) {
+  any_mark_ = any_mark_ || marked;
+  const std::vector<std::string> cells = safe_cells(text, columns_.size());
+  for (size_t c = 0; c < cells.size(); ++c) {
+    width_[c] = std::max(width_[c], display_width(cells[c]));
+    if (!cells[c].empty() && cells[c] != "-") has_value_[c] = true;
+  }
+}
+
+std::vector<size_t> TableWriter::shown_columns() const {
   std::vector<size_t> shown;
   for (size_t c = 0; c < columns_.size(); ++c) {
     if (columns_[c].show == Show::kMachine) continue;
-    if (columns_[c].show == Show::kIfAny &&
-        std::none_of(text_.begin(), text_.end(),
-                     [&](const auto& row) { return !row[c].empty() && row[c] != "-"; }))
-      continue;
+    if (columns_[c].show == Show::kIfAny && !has_value_[c]) continue;
     shown.push_back(c);
   }
   return shown;
 }
 
-std::string Table::render_text() const {
-  const std::vector<size_t> shown = shown_columns();
-  std::vector<size_t> width(columns_.size());
-  for (size_t c : shown) {
-    width[c] = display_width(escape_control(columns_[c].header));
-    for (const auto& row : text_) width[c] = std::max(width[c], display_width(row[c]));
+std::string TableWriter::text_line(const std::vector<std::string>& cells, bool marked) const {
+  std::string out = any_mark_ ? (marked ? "* " : "  ") : "";
+  for (size_t i = 0; i < shown_.size(); ++i) {
+    size_t c = shown_[i];
+    std::string pad(width_[c] - std::min(width_[c], display_width(cells[c])), ' ');
+    out += columns_[c].right ? pad + cells[c] : cells[c] + pad;
+    if (i + 1 < shown_.size()) out += "  ";
   }
-  bool any_mark = !marked_.empty();
-  auto line = [&](const std::vector<std::string>& cells, bool marked) {
-    std::string out = any_mark ? (marked ? "* " : "  ") : "";
-    for (size_t i = 0; i < shown.size(); ++i) {
-      size_t c = shown[i];
-      std::string pad(width[c] - std::min(width[c], display_width(cells[c])), ' ');
-      out += columns_[c].right ? pad + cells[c] : cells[c] + pad;
-      if (i + 1 < shown.size()) out += "  ";
-    }
-    while (!out.empty() && out.back() == ' ') out.pop_back();
-    return out + "\n";
-  };
+  while (!out.empty() && out.back() == ' ') out.pop_back();
+  return out + "\n";
+}
+
+std::string TableWriter::md_line(const std::vector<std::string>& cells, bool marked) const {
+  std::string out = "|";
+  for (size_t c : shown_) {
+    std::string v = md_escape(cells[c]);
+    out += " " + (marked && !v.empty() ? "**" + v + "**" : v) + " |";
+  }
+  return out + "\n";
+}
+
+void TableWriter::start() {
+  if (started_) return;
+  started_ = true;
+  shown_ = shown_columns();
   std::vector<std::string> headers;
-  for (const auto& col : columns_) headers.push_back(escape_control(col.header));
-  std::string out = line(headers, false);
-  for (size_t r = 0; r < text_.size(); ++r) out += line(text_[r], is_marked(r));
-  return out;
+  for (const auto& col : columns_) headers.push_back(col.header);
+  headers = safe_cells(std::move(headers), columns_.size());
+  switch (format_) {
+    case Format::kTable:
+      for (size_t c : shown_) width_[c] = std::max(width_[c], display_width(headers[c]));
+      sink_(text_line(headers, false));
+      return;
+    case Format::kMd: {
+      std::string out = md_line(headers, false) + "|";
+      for (size_t c : shown_) out += columns_[c].right ? " ---: |" : " --- |";
+      sink_(out + "\n");
+      return;
+    }
+    case Format::kCsv: {
+      // Every declared column and schema_version, in every row; null is an empty field; arrays
+      // and objects are their compact JSON text.
+      std::string out;
+      for (const auto& col : columns_) out += csv_escape(col.key) + ",";
+      sink_(out + "schema_version\n");
+      return;
+    }
+    case Format::kJson:
+      return;  // "[" comes with the first row: an empty listing is "[]"
+  }
+}
+
+void TableWriter::write(std::vector<std::string> text, const nlohmann::json& raw, bool marked) {
+  start();
+  ++rows_;
+  switch (format_) {
+    case Format::kTable:
+      sink_(text_line(safe_cells(std::move(text), columns_.size()), marked && any_mark_));
+      return;
+    case Format::kMd:
+      sink_(md_line(safe_cells(std::move(text), columns_.size()), marked));
+      return;
+    case Format::kCsv: {
+      const nlohmann::json row = contract_of(columns_, raw);
+      std::string out;
+      for (const auto& col : columns_) {
+        const auto& v = row[col.key];
+        if (!v.is_null()) out += csv_escape(v.is_string() ? v.get<std::string>() : dump_json(v, -1));
+        out += ",";
+      }
+      sink_(out + std::to_string(kSchemaVersion) + "\n");
+      return;
+    }
+    case Format::kJson: {
+      // The bytes dump_json prints for the whole array: each row indented one level more.
+      // Rows written by older versions may hold invalid UTF-8: replaced rather than failing.
+      std::string out = rows_ == 1 ? "[\n" : ",\n";
+      const std::string row = dump_json(contract_of(columns_, raw));
+      size_t from = 0;
+      while (from <= row.size()) {
+        size_t nl = row.find('\n', from);
+        if (nl == std::string::npos) nl = row.size();
+        out += "  ";
+        out.append(row, from, nl - from);
+        if (nl < row.size()) out += '\n';
+        from = nl + 1;
+      }
+      sink_(out);
+      return;
+    }
+  }
+}
+
+void TableWriter::finish() {
+  start();
+  if (format_ == Format::kJson) sink_(rows_ == 0 ? "[]\n" : "\n]\n");
 }
 
 std::string csv_escape(std::string_view raw) {
@@ -132,67 +255,6 @@ std::string csv_escape(std::string_view raw) {
 
 std::string dump_json(const nlohmann::json& value, int indent) {
   return value.dump(indent, ' ', false, nlohmann::json::error_handler_t::replace);
-}
-
-std::string Table::render_csv() const {
-  // Every declared column and schema_version, in every row; null is an empty field; arrays and
-  // objects are their compact JSON text.
-  std::string out;
-  for (const auto& col : columns_) out += csv_escape(col.key) + ",";
-  out += "schema_version\n";
-  for (size_t r = 0; r < raw_->size(); ++r) {
-    const nlohmann::json row = contract_row(r);
-    for (const auto& col : columns_) {
-      const auto& v = row[col.key];
-      if (!v.is_null()) out += csv_escape(v.is_string() ? v.get<std::string>() : dump_json(v, -1));
-      out += ",";
-    }
-    out += std::to_string(kSchemaVersion) + "\n";
-  }
-  return out;
-}
-
-std::string Table::render_md() const {
-  // Cells are shown as typed: no extra table column, raw HTML or entity from user text.
-  auto esc = [](const std::string& s) {
-    std::string out;
-    for (char c : escape_control(s)) {
-      switch (c) {
-        case '<':
-          out += "&lt;";
-          break;
-        case '>':
-          out += "&gt;";
-          break;
-        case '&':
-          out += "&amp;";
-          break;
-        case '|':
-        case '\\':
-          out += '\\';
-          out += c;
-          break;
-        default:
-          out += c;
-      }
-    }
-    return out;
-  };
-  const std::vector<size_t> shown = shown_columns();
-  std::string out = "|";
-  for (size_t c : shown) out += " " + esc(columns_[c].header) + " |";
-  out += "\n|";
-  for (size_t c : shown) out += columns_[c].right ? " ---: |" : " --- |";
-  out += "\n";
-  for (size_t r = 0; r < text_.size(); ++r) {
-    out += "|";
-    for (size_t c : shown) {
-      std::string v = esc(text_[r][c]);
-      out += " " + (is_marked(r) && !v.empty() ? "**" + v + "**" : v) + " |";
-    }
-    out += "\n";
-  }
-  return out;
 }
 
 }  // namespace nodus

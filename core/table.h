@@ -9,6 +9,7 @@
 // human formats (table, md) may leave out a column that is empty in every row (Show::kIfAny)
 // or a machine-only one (Show::kMachine).
 
+#include <functional>
 #include <nlohmann/json_fwd.hpp>
 #include <optional>
 #include <string>
@@ -62,16 +63,47 @@ class Table {
   std::string render(Format format) const;
 
  private:
-  std::string render_text() const;
-  std::string render_csv() const;
-  std::string render_md() const;
   bool is_marked(size_t row) const;
-  std::vector<size_t> shown_columns() const;  // indices of the columns table and md print
 
   std::vector<Column> columns_;
   std::vector<std::vector<std::string>> text_;
   JsonValue raw_;  // a JSON array: one object per row
   std::vector<size_t> marked_;
+};
+
+// Writes a listing row by row, so that memory stays flat in the number of rows (`ps -a` over a
+// store of 100k jobs). table and md need the whole listing first: its column widths, and which
+// kIfAny columns have a value. For those formats (measures()), the caller hands every row to
+// measure() in a first pass, then the same rows in the same order to write(); json and csv need no
+// first pass. Whatever is written goes to `sink` as it is made. Table::render is this writer fed
+// from memory, so a listing prints the same bytes either way.
+class TableWriter {
+ public:
+  using Sink = std::function<void(std::string_view)>;
+  TableWriter(std::vector<Column> columns, Format format, Sink sink);
+
+  bool measures() const { return format_ == Format::kTable || format_ == Format::kMd; }
+  bool wants_text() const { return measures(); }  // table, md: display text; json, csv: raw
+  void measure(const std::vector<std::string>& text, bool marked = false);
+  // text: as for Table::add_row; raw: the row's JSON object (json, csv; null otherwise).
+  void write(std::vector<std::string> text, const nlohmann::json& raw, bool marked = false);
+  void finish();  // the header of an empty table, the end of the json array
+
+ private:
+  void start();  // the header, before the first row
+  std::vector<size_t> shown_columns() const;
+  std::string text_line(const std::vector<std::string>& cells, bool marked) const;
+  std::string md_line(const std::vector<std::string>& cells, bool marked) const;
+
+  std::vector<Column> columns_;
+  Format format_;
+  Sink sink_;
+  std::vector<size_t> width_;    // per column, from measure()
+  std::vector<bool> has_value_;  // per column: some row's text is neither "" nor "-"
+  std::vector<size_t> shown_;
+  bool any_mark_ = false;
+  bool started_ = false;
+  size_t rows_ = 0;
 };
 
 std::string csv_escape(std::string_view field);

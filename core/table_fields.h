@@ -22,20 +22,43 @@ struct Field {
 };
 
 template <class Row>
-Table make_table(const std::vector<Field<Row>>& fields, const std::vector<Row>& rows) {
+std::vector<Column> columns_of(const std::vector<Field<Row>>& fields) {
   std::vector<Column> columns;
   for (const auto& f : fields) columns.push_back(f.column);
-  Table table(std::move(columns));
-  for (const auto& row : rows) {
-    std::vector<std::string> text;
-    nlohmann::json raw = nlohmann::json::object();
-    for (const auto& f : fields) {
-      text.push_back(f.text ? f.text(row) : std::string());
-      raw[f.column.key] = f.value(row);
-    }
-    table.add_row(std::move(text), std::move(raw));
-  }
+  return columns;
+}
+
+template <class Row>
+std::vector<std::string> texts_of(const std::vector<Field<Row>>& fields, const Row& row) {
+  std::vector<std::string> text;
+  for (const auto& f : fields) text.push_back(f.text ? f.text(row) : std::string());
+  return text;
+}
+
+template <class Row>
+nlohmann::json values_of(const std::vector<Field<Row>>& fields, const Row& row) {
+  nlohmann::json raw = nlohmann::json::object();
+  for (const auto& f : fields) raw[f.column.key] = f.value(row);
+  return raw;
+}
+
+template <class Row>
+Table make_table(const std::vector<Field<Row>>& fields, const std::vector<Row>& rows) {
+  Table table(columns_of(fields));
+  for (const auto& row : rows) table.add_row(texts_of(fields, row), values_of(fields, row));
   return table;
+}
+
+// One row to a TableWriter on the pass it is on (0: measure, when it measures; then write),
+// building only what that pass needs: display text for table and md, raw values for json, csv.
+template <class Row>
+void feed_row(TableWriter& writer, const std::vector<Field<Row>>& fields, int pass, const Row& row) {
+  if (pass == 0 && writer.measures())
+    writer.measure(texts_of(fields, row));
+  else if (writer.wants_text())
+    writer.write(texts_of(fields, row), nlohmann::json());
+  else
+    writer.write({}, values_of(fields, row));
 }
 
 // null for an empty optional or string, else the value: absent values are null in json.

@@ -64,6 +64,9 @@ std::string replace_invalid_utf8(std::string_view text) {
 }
 
 std::string escape_control(std::string_view raw) {
+  // Printable ASCII is shown as it is: the common case, without building the text twice.
+  if (std::all_of(raw.begin(), raw.end(), [](char c) { return c >= 0x20 && c < 0x7F; }))
+    return std::string(raw);
   std::string text = replace_invalid_utf8(raw);
   std::string out;
   out.reserve(text.size());
@@ -123,17 +126,18 @@ size_t display_width(std::string_view text) {
   size_t width = 0;
   for (size_t i = 0; i < text.size();) {
     const auto c = static_cast<unsigned char>(text[i]);
-    size_t len = c < 0x80           ? 1
-                 : (c >> 5) == 0x6  ? 2
-                 : (c >> 4) == 0xE  ? 3
-                 : (c >> 3) == 0x1E ? 4
-                                    : 0;
+    if (c < 0x80) {  // ASCII, every byte one column: the common case, without the lookups
+      ++width;
+      ++i;
+      continue;
+    }
+    size_t len = (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xE ? 3 : (c >> 3) == 0x1E ? 4 : 0;
     if (len == 0 || i + len > text.size() || !valid_utf8(text.substr(i, len))) {
       ++width;  // shown as one replacement character
       ++i;
       continue;
     }
-    char32_t cp = len == 1 ? c : c & (0x7F >> len);
+    char32_t cp = c & (0x7F >> len);
     for (size_t k = 1; k < len; ++k)
       cp = (cp << 6) | (static_cast<unsigned char>(text[i + k]) & 0x3F);
     width += in(kZeroWidth, cp) ? 0 : in(kWide, cp) ? 2 : 1;

@@ -1,6 +1,8 @@
 #include "store/job_rows.h"
 
+#include <algorithm>
 #include <charconv>
+#include <string_view>
 #include <iterator>
 #include <nlohmann/json.hpp>
 
@@ -129,9 +131,26 @@ const Column kColumns[] = {
 };
 constexpr size_t kColumnCount = std::size(kColumns);
 
-std::string build_select() {
+// What job_fields() (cli/job_views.cc) shows of a job, and what its figures are made of.
+constexpr std::string_view kListed[] = {
+    "name",     "argv",      "gpu_type",   "gpu_count",  "gpu_indices", "rate_per_gpu_hour",
+    "max_cost", "state",     "exit_code",  "created_at", "started_at",  "ended_at",
+    "cost",     "sweep_id",  "cell_index"};
+
+// Per column of kColumns, in order: whether a listing reads it.
+std::vector<bool> listed_columns() {
+  std::vector<bool> out;
+  for (const Column& c : kColumns)
+    out.push_back(std::find(std::begin(kListed), std::end(kListed), c.name) != std::end(kListed));
+  return out;
+}
+const std::vector<bool> kIsListed = listed_columns();
+
+std::string build_select(JobColumns columns) {
   std::string sql = "SELECT id";
-  for (const Column& c : kColumns) sql += std::string(", ") + c.name;
+  for (size_t i = 0; i < kColumnCount; ++i)
+    sql += std::string(", ") +
+           (columns == JobColumns::kAll || kIsListed[i] ? kColumns[i].name : "NULL");
   return sql + " FROM jobs ";
 }
 
@@ -161,10 +180,14 @@ nlohmann::json stored_env(const std::map<std::string, std::string>& env) {
 
 }  // namespace
 
-static void read_job_columns(Db& db, const Stmt& s, JobRecord& j);
+static void read_job_columns(Db& db, const Stmt& s, JobRecord& j, JobColumns columns);
 
 const std::string& select_jobs_sql() {
-  static const std::string sql = build_select();
+  static const std::string sql = build_select(JobColumns::kAll);
+  return sql;
+}
+const std::string& select_listed_jobs_sql() {
+  static const std::string sql = build_select(JobColumns::kListing);
   return sql;
 }
 const std::string& insert_job_sql() {
@@ -212,12 +235,12 @@ nlohmann::json parse_json_column(Db& db, const std::string& text, const char* ta
   return v;
 }
 
-JobRecord read_job(Db& db, const Stmt& s) {
+JobRecord read_job(Db& db, const Stmt& s, JobColumns columns) {
   JobRecord j;
   j.id = s.i64(0);
   damaged_columns.clear();
   try {
-    read_job_columns(db, s, j);
+    read_job_columns(db, s, j, columns);
   } catch (const nlohmann::json::exception& e) {  // valid JSON of the wrong shape
     db.fail_message("job " + std::to_string(j.id) + " has a malformed column: " + e.what());
   }
@@ -227,9 +250,9 @@ JobRecord read_job(Db& db, const Stmt& s) {
 }
 
 // Column 0 is id; column i + 1 is kColumns[i].
-static void read_job_columns(Db& db, const Stmt& s, JobRecord& j) {
-  int col = 1;
-  for (const Column& c : kColumns) c.read(db, s, col++, j);
+static void read_job_columns(Db& db, const Stmt& s, JobRecord& j, JobColumns columns) {
+  for (size_t i = 0; i < kColumnCount; ++i)  // column 0 is id
+    if (columns == JobColumns::kAll || kIsListed[i]) kColumns[i].read(db, s, static_cast<int>(i) + 1, j);
 }
 
 std::vector<JobRecord> read_jobs(Db& db, Stmt& stmt) {

@@ -16,10 +16,18 @@ const std::string& select_jobs_sql();
 const std::string& insert_job_sql();
 const std::string& update_job_sql();  // WHERE id = the last parameter
 
+// The same SELECT with only the columns a listing (`ps`) shows, the others NULL: id, name, argv,
+// GPU type, count and indices, rate, max cost, state, exit code, the three times, cost, sweep
+// and cell. A row of it is read with read_job(..., JobColumns::kListing); the other members of
+// the JobRecord keep their defaults. Skips the env, options and params JSON and the long texts.
+const std::string& select_listed_jobs_sql();
+enum class JobColumns { kAll, kListing };
+
 // Binds every column but id, from parameter 1; returns the next free parameter.
 int bind_job(Stmt& stmt, const JobRecord& job);
-// Reads the current row of a select_jobs_sql() statement.
-JobRecord read_job(Db& db, const Stmt& stmt);
+// Reads the current row of a select_jobs_sql() (kAll) or select_listed_jobs_sql() (kListing)
+// statement.
+JobRecord read_job(Db& db, const Stmt& stmt, JobColumns columns = JobColumns::kAll);
 std::vector<JobRecord> read_jobs(Db& db, Stmt& stmt);
 
 std::string join_indices(const std::vector<int>& indices);

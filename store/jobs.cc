@@ -58,16 +58,29 @@ std::optional<JobRecord> Store::find_job(const std::string& id_or_name) {
   return read_job(impl_->db, stmt);
 }
 
+namespace {
+
+// Two shapes (with or without a sweep) so that each can use its index; both stay cached.
+std::string sweep_condition(const JobFilter& filter) {
+  return filter.sweep_id ? "sweep_id = ?1 " : "?1 IS NULL ";
+}
+
+Stmt all_jobs(Db& db, const JobFilter& filter) {
+  auto stmt = db.prepare(select_jobs_sql() + "WHERE " + sweep_condition(filter) + "ORDER BY id DESC");
+  stmt.bind(1, filter.sweep_id);
+  return stmt;
+}
+
+}  // namespace
+
 std::vector<JobRecord> Store::jobs(const JobFilter& filter) {
   auto lock = impl_->lock();
   Db& db = impl_->db;
-  // Two shapes (with or without a sweep) so that each can use its index; both stay cached.
-  const std::string sweep = filter.sweep_id ? "sweep_id = ?1 " : "?1 IS NULL ";
   if (filter.all) {
-    auto stmt = db.prepare(select_jobs_sql() + "WHERE " + sweep + "ORDER BY id DESC");
-    stmt.bind(1, filter.sweep_id);
+    auto stmt = all_jobs(db, filter);
     return read_jobs(db, stmt);
   }
+  const std::string sweep = sweep_condition(filter);
   Transaction tx(db, Transaction::Mode::kRead);  // one snapshot for both halves
   auto active = db.prepare(select_jobs_sql() + "WHERE state IN " + kActive + " AND " + sweep +
                            "ORDER BY id DESC");
@@ -81,6 +94,25 @@ std::vector<JobRecord> Store::jobs(const JobFilter& filter) {
   std::sort(out.begin(), out.end(),
             [](const JobRecord& a, const JobRecord& b) { return a.id > b.id; });
   return out;
+}
+
+void Store::each_job(const JobFilter& filter, int passes,
+                     const std::function<void(int pass, const JobRecord&)>& each) {
+  auto lock = impl_->lock();
+  Db& db = impl_->db;
+  if (!filter.all) {  // a few dozen rows: read once, inside jobs()'s own snapshot
+    const std::vector<JobRecord> rows = jobs(filter);
+    for (int pass = 0; pass < passes; ++pass)
+      for (const JobRecord& job : rows) each(pass, job);
+    return;
+  }
+  Transaction tx(db, Transaction::Mode::kRead);  // every pass sees the same rows
+  for (int pass = 0; pass < passes; ++pass) {
+    auto stmt = db.prepare(select_listed_jobs_sql() + "WHERE " + sweep_condition(filter) +
+                           "ORDER BY id DESC");
+    stmt.bind(1, filter.sweep_id);
+    while (stmt.step()) each(pass, read_job(db, stmt, JobColumns::kListing));
+  }
 }
 
 std::vector<JobRecord> Store::active_jobs() {

@@ -8,6 +8,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -85,6 +86,12 @@ class Store {
   // By id ("12"), or by name (the newest job of that name).
   std::optional<JobRecord> find_job(const std::string& id_or_name);
   std::vector<JobRecord> jobs(const JobFilter& filter);
+  // The jobs `jobs(filter)` returns, in its order, handed to `each` one at a time and `passes`
+  // times over one snapshot of the store: a listing that measures its rows before it prints them
+  // sees the same rows both times. With filter.all, memory stays flat in the number of jobs, and
+  // the records carry only what a listing shows (store/job_rows.h, JobColumns::kListing).
+  void each_job(const JobFilter& filter, int passes,
+                const std::function<void(int pass, const JobRecord&)>& each);
   std::vector<JobRecord> active_jobs();  // waiting, starting, running
 
   // Marks every active local job whose supervisor is dead as lost, GPUs freed. Its job died with

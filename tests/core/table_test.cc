@@ -106,6 +106,56 @@ TEST(Table, FieldsDeclareAListingOnce) {
   EXPECT_TRUE(j[1]["v"].is_null());
 }
 
+// Every format, streamed row by row through a TableWriter (measuring first where it measures),
+// prints the bytes the whole Table renders.
+TEST(TableWriter, StreamedRowsPrintTheBytesOfTheWholeTable) {
+  struct Row {
+    std::string name;
+    std::optional<double> v;
+    std::vector<int> gpus;
+  };
+  std::vector<Field<Row>> fields = {
+      {{"name", "NAME"},
+       [](const Row& r) { return r.name; },
+       [](const Row& r) { return or_null(r.name); }},
+      {{"v", "V", true},
+       [](const Row& r) { return r.v ? std::to_string(int(*r.v)) : "-"; },
+       [](const Row& r) { return or_null(r.v); }},
+      {{"u", "UTIL", true, Show::kIfAny}, [](const Row&) { return "-"; }, nullptr},
+      {{"gpus", "GPUS", false, Show::kMachine},
+       nullptr,
+       [](const Row& r) { return nlohmann::json(r.gpus); }},
+  };
+  fields[2].value = [](const Row&) { return nlohmann::json(); };
+  const std::vector<Row> rows = {{"\xe6\xb7\xb1\xe5\xb1\xa4", 2.0, {0, 3}},
+                                 {"a|b\x1b[2J", std::nullopt, {}},
+                                 {"=SUM(A1)", 12.0, {7}}};
+  const Table whole = make_table(fields, rows);
+  for (Format f : {Format::kTable, Format::kJson, Format::kCsv, Format::kMd}) {
+    std::string streamed;
+    TableWriter writer(columns_of(fields), f, [&](std::string_view s) { streamed += s; });
+    for (int pass = writer.measures() ? 0 : 1; pass < 2; ++pass)
+      for (const Row& r : rows) feed_row(writer, fields, writer.measures() ? pass : 1, r);
+    writer.finish();
+    EXPECT_EQ(streamed, whole.render(f)) << "format " << static_cast<int>(f);
+  }
+  // The whole array as nlohmann prints it, nested values included.
+  EXPECT_EQ(whole.render(Format::kJson), dump_json(whole.raw_rows()) + "\n");
+}
+
+TEST(TableWriter, AnEmptyListingIsItsHeaderOrAnEmptyArray) {
+  auto empty = [](Format f) {
+    std::string out;
+    TableWriter writer({{"a", "A"}, {"b", "B", true}}, f, [&](std::string_view s) { out += s; });
+    writer.finish();
+    return out;
+  };
+  EXPECT_EQ(empty(Format::kTable), "A  B\n");
+  EXPECT_EQ(empty(Format::kJson), "[]\n");
+  EXPECT_EQ(empty(Format::kCsv), "a,b,schema_version\n");
+  EXPECT_EQ(empty(Format::kMd), "| A | B |\n| --- | ---: |\n");
+}
+
 TEST(ParseFormat, RejectsUnknown) { EXPECT_FALSE(parse_format("yaml").ok()); }
 
 }  // namespace

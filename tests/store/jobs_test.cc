@@ -196,6 +196,75 @@ TEST(StoreJobs, ListingFiltersBySweep) {
   EXPECT_EQ(store->jobs(testing::recent_jobs(50, sweep)).size(), 2u);
 }
 
+TEST(StoreJobs, EachJobCarriesWhatAListingShowsAndLeavesTheRest) {
+  TempDir dir;
+  auto store = Store::open(dir.db());
+  JobRecord j = testing::full_job();
+  j.sweep_id = store->insert_sweep(a_sweep());
+  j.id = store->insert_job(j);
+  std::vector<JobRecord> seen;
+  store->each_job(testing::every_job(), 1, [&](int, const JobRecord& job) { seen.push_back(job); });
+  ASSERT_EQ(seen.size(), 1u);
+  const JobRecord& got = seen[0];
+  EXPECT_EQ(got.id, j.id);
+  EXPECT_EQ(got.name, j.name);
+  EXPECT_EQ(got.argv, j.argv);
+  EXPECT_EQ(got.gpu_type, j.gpu_type);
+  EXPECT_EQ(got.gpu_count, j.gpu_count);
+  EXPECT_EQ(got.gpu_indices, j.gpu_indices);
+  EXPECT_EQ(got.rate_per_gpu_hour, j.rate_per_gpu_hour);
+  EXPECT_EQ(got.max_cost, j.max_cost);
+  EXPECT_EQ(got.state, j.state);
+  EXPECT_EQ(got.exit_code, j.exit_code);
+  EXPECT_EQ(got.created_at, j.created_at);
+  EXPECT_EQ(got.started_at, j.started_at);
+  EXPECT_EQ(got.ended_at, j.ended_at);
+  EXPECT_EQ(got.cost, j.cost);
+  EXPECT_EQ(got.sweep_id, j.sweep_id);
+  EXPECT_EQ(got.cell_index, j.cell_index);
+  // Not read for a listing: the env, the note and the paths stay empty.
+  EXPECT_TRUE(got.env.empty());
+  EXPECT_EQ(got.note, "");
+  EXPECT_EQ(got.log_path, "");
+  EXPECT_EQ(got.workdir, "");
+}
+
+TEST(StoreJobs, EveryPassOfEachJobSeesTheSameRowsWhileAnotherProcessWrites) {
+  TempDir dir;
+  auto store = Store::open(dir.db());
+  for (int i = 0; i < 3; ++i) store->insert_job(testing::plain_job(JobState::kRunning));
+  auto other = Store::open(dir.db());  // its own connection, as another nodus would have
+  std::vector<std::vector<std::pair<int64_t, JobState>>> passes(2);
+  store->each_job(testing::every_job(), 2, [&](int pass, const JobRecord& job) {
+    if (pass == 0 && passes[0].empty()) {
+      // Between the measuring pass and the printing one: a new job, a job that ends.
+      other->insert_job(testing::plain_job(JobState::kRunning));
+      auto first = other->job(job.id);
+      first->state = JobState::kCompleted;
+      other->update_job(*first);
+    }
+    passes[pass].push_back({job.id, job.state});
+  });
+  EXPECT_EQ(passes[0].size(), 3u);
+  EXPECT_EQ(passes[0], passes[1]);
+  EXPECT_EQ(passes[1][0].second, JobState::kRunning);
+  EXPECT_EQ(store->jobs(testing::every_job()).size(), 4u);  // the new job is there after
+}
+
+TEST(StoreJobs, EachJobOfTheRecentListingIsJobsInItsOrder) {
+  TempDir dir;
+  auto store = Store::open(dir.db());
+  store->insert_job(testing::plain_job(JobState::kRunning));
+  for (int i = 0; i < 5; ++i) store->insert_job(testing::plain_job());
+  std::vector<int64_t> want, got;
+  for (const auto& j : store->jobs(testing::recent_jobs(2))) want.push_back(j.id);
+  store->each_job(testing::recent_jobs(2), 2, [&](int pass, const JobRecord& job) {
+    if (pass == 1) got.push_back(job.id);
+  });
+  EXPECT_EQ(got, want);
+  EXPECT_EQ(got.size(), 3u);
+}
+
 TEST(StoreSweeps, RoundTripAndUpdate) {
   TempDir dir;
   auto store = Store::open(dir.db());
