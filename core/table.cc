@@ -45,7 +45,6 @@ std::string Table::render(Format format) const {
   return out;
 }
 
-
 namespace {
 
 // Every declared key, null where the row lacks it, and schema_version: what json and csv carry.
@@ -95,9 +94,7 @@ std::vector<std::string> safe_cells(std::vector<std::string> text, size_t column
 
 }  // namespace
 
-nlohmann::json Table::contract_row(size_t row) const {
-  return contract_of(columns_, (*raw_)[row]);
-}
+nlohmann::json Table::contract_row(size_t row) const { return contract_of(columns_, (*raw_)[row]); }
 
 nlohmann::json Table::raw_rows() const {
   nlohmann::json rows = nlohmann::json::array();
@@ -198,7 +195,8 @@ void TableWriter::write(std::vector<std::string> text, const nlohmann::json& raw
       std::string out;
       for (const auto& col : columns_) {
         const auto& v = row[col.key];
-        if (!v.is_null()) out += csv_escape(v.is_string() ? v.get<std::string>() : dump_json(v, -1));
+        if (!v.is_null())
+          out += csv_escape(v.is_string() ? v.get<std::string>() : dump_json(v, -1));
         out += ",";
       }
       sink_(out + std::to_string(kSchemaVersion) + "\n");

@@ -52,7 +52,8 @@ Table make_table(const std::vector<Field<Row>>& fields, const std::vector<Row>& 
 // One row to a TableWriter on the pass it is on (0: measure, when it measures; then write),
 // building only what that pass needs: display text for table and md, raw values for json, csv.
 template <class Row>
-void feed_row(TableWriter& writer, const std::vector<Field<Row>>& fields, int pass, const Row& row) {
+void feed_row(TableWriter& writer, const std::vector<Field<Row>>& fields, int pass,
+              const Row& row) {
   if (pass == 0 && writer.measures())
     writer.measure(texts_of(fields, row));
   else if (writer.wants_text())

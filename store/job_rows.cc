@@ -2,9 +2,9 @@
 
 #include <algorithm>
 #include <charconv>
-#include <string_view>
 #include <iterator>
 #include <nlohmann/json.hpp>
+#include <string_view>
 
 #include "core/json_input.h"
 
@@ -133,9 +133,9 @@ constexpr size_t kColumnCount = std::size(kColumns);
 
 // What job_fields() (cli/job_views.cc) shows of a job, and what its figures are made of.
 constexpr std::string_view kListed[] = {
-    "name",     "argv",      "gpu_type",   "gpu_count",  "gpu_indices", "rate_per_gpu_hour",
-    "max_cost", "state",     "exit_code",  "created_at", "started_at",  "ended_at",
-    "cost",     "sweep_id",  "cell_index"};
+    "name",     "argv",     "gpu_type",  "gpu_count",  "gpu_indices", "rate_per_gpu_hour",
+    "max_cost", "state",    "exit_code", "created_at", "started_at",  "ended_at",
+    "cost",     "sweep_id", "cell_index"};
 
 // Per column of kColumns, in order: whether a listing reads it.
 std::vector<bool> listed_columns() {
@@ -252,7 +252,8 @@ JobRecord read_job(Db& db, const Stmt& s, JobColumns columns) {
 // Column 0 is id; column i + 1 is kColumns[i].
 static void read_job_columns(Db& db, const Stmt& s, JobRecord& j, JobColumns columns) {
   for (size_t i = 0; i < kColumnCount; ++i)  // column 0 is id
-    if (columns == JobColumns::kAll || kIsListed[i]) kColumns[i].read(db, s, static_cast<int>(i) + 1, j);
+    if (columns == JobColumns::kAll || kIsListed[i])
+      kColumns[i].read(db, s, static_cast<int>(i) + 1, j);
 }
 
 std::vector<JobRecord> read_jobs(Db& db, Stmt& stmt) {

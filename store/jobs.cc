@@ -66,7 +66,8 @@ std::string sweep_condition(const JobFilter& filter) {
 }
 
 Stmt all_jobs(Db& db, const JobFilter& filter) {
-  auto stmt = db.prepare(select_jobs_sql() + "WHERE " + sweep_condition(filter) + "ORDER BY id DESC");
+  auto stmt =
+      db.prepare(select_jobs_sql() + "WHERE " + sweep_condition(filter) + "ORDER BY id DESC");
   stmt.bind(1, filter.sweep_id);
   return stmt;
 }
