@@ -179,9 +179,9 @@ void stats_rows(Table& t, store::Store& store, const JobRecord& job, const nlohm
   telemetry::Summary s = v.get<telemetry::Summary>();
   if (s.util_mean) {
     field(t, "gpu util",
-          "mean " + telemetry::format_percent(*s.util_mean) + ", median " +
-              telemetry::format_percent(s.util_median.value_or(0)) + ", idle " +
-              telemetry::format_percent(100 * s.idle_fraction.value_or(0)) + " of samples");
+          "mean " + format_percent(*s.util_mean) + ", median " +
+              format_percent(s.util_median.value_or(0)) + ", idle " +
+              format_percent(100 * s.idle_fraction.value_or(0)) + " of samples");
     field(t, "idle cost", opt_usd(s.idle_usd) + " of " + format_usd(job.cost));
     std::string spark = telemetry::util_sparkline(store.gpu_samples(job.id), 60);
     if (!spark.empty()) field(t, "util over time", spark);
@@ -190,8 +190,8 @@ void stats_rows(Table& t, store::Store& store, const JobRecord& job, const nlohm
   }
   if (s.cpu_percent_mean)
     field(t, "cpu",
-          telemetry::format_percent(*s.cpu_percent_mean) + " of one core (" +
-              telemetry::format_percent(100 * s.cpu_saturation.value_or(0)) + " of " +
+          format_percent(*s.cpu_percent_mean) + " of one core (" +
+              format_percent(100 * s.cpu_saturation.value_or(0)) + " of " +
               std::to_string(s.cores.value_or(0)) + " cores)");
   auto source = [&](const char* key) {
     std::string text = v.value(key, std::string());
@@ -199,8 +199,7 @@ void stats_rows(Table& t, store::Store& store, const JobRecord& job, const nlohm
   };
   if (v.contains("phases")) field(t, "phases", v["phases"].value("text", std::string()));
   if (s.data_wait_share)
-    field(t, "data wait",
-          telemetry::format_percent(100 * *s.data_wait_share) + source("data_wait_source"));
+    field(t, "data wait", format_percent(100 * *s.data_wait_share) + source("data_wait_source"));
   if (v.contains("throughput") && v["throughput"].is_number()) {
     // As the sweep table prints it: 8400, 43.6, 4.37.
     double tp = v["throughput"].get<double>();

@@ -216,6 +216,16 @@ std::string format_duration(Millis d) {
   return buf;
 }
 
+std::string format_percent(double percent) {
+  if (!std::isfinite(percent)) return "n/a";
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f", percent);
+  std::string s = buf;
+  if (s.size() > 2 && s.compare(s.size() - 2, 2, ".0") == 0) s.resize(s.size() - 2);
+  if (s == "-0") s = "0";
+  return s + "%";
+}
+
 std::string format_usd(double usd) {
   char buf[64];
   if (usd != 0 && std::fabs(usd) < 0.01)

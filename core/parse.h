@@ -45,6 +45,10 @@ std::string format_size(uint64_t bytes);
 std::string format_duration(Millis d);
 // "$0.0123" below a cent, "$12.35" otherwise.
 std::string format_usd(double usd);
+// A percentage of 0..100 for people, the one rule of every table, finding and report: one
+// decimal, none when it is 0 (83.2 -> "83.2%", 4.25 -> "4.2%", 5 -> "5%"), "n/a" when not a
+// number. One decimal everywhere: a finding's "10.3% > 10%" must not read "10% > 10%".
+std::string format_percent(double percent);
 
 std::string to_lower(std::string_view s);
 std::string to_upper(std::string_view s);

@@ -306,7 +306,7 @@ std::string JobObserver::finish(const JobRecord& job) {
 
   std::string line;
   if (summary.util_mean)
-    line = "GPU util " + telemetry::format_percent(*summary.util_mean) + ", idle " +
+    line = "GPU util " + format_percent(*summary.util_mean) + ", idle " +
            format_usd(summary.idle_usd.value_or(0)) + " of " + format_usd(job.cost);
   if (auto phases = conclusion.stats.find("phases"); phases != conclusion.stats.end())
     line += (line.empty() ? "" : "; ") + phases->value("text", std::string());

@@ -62,12 +62,6 @@ std::string format_tick(double value, double step) {
   return group_thousands(fixed(value, std::min(decimals, 8)));
 }
 
-std::string format_percent(double percent) {
-  if (!std::isfinite(percent)) return "n/a";
-  const double a = std::fabs(percent);
-  return fixed(percent, (a > 0 && a < 9.95) ? 1 : 0) + "%";
-}
-
 std::string format_seconds(double seconds) {
   if (!std::isfinite(seconds) || seconds < 0) return "n/a";
   return format_duration(Millis(std::llround(seconds * 1000)));

@@ -13,9 +13,6 @@ std::string format_number(double value);
 // thousands separated. format_tick(2500, 500) -> "2,500", format_tick(0.25, 0.05) -> "0.25".
 std::string format_tick(double value, double step);
 
-// Percent of 0..100: 83.2 -> "83%", 4.25 -> "4.3%", 0 -> "0%".
-std::string format_percent(double percent);
-
 // Seconds as core's format_duration shows them: "850ms", "3.2s", "4m05s", "1h02m".
 std::string format_seconds(double seconds);
 

@@ -2,6 +2,7 @@
 
 #include <cstdio>
 
+#include "core/parse.h"
 #include "telemetry/util_series.h"
 
 namespace nodus::telemetry {

@@ -76,12 +76,4 @@ std::string util_sparkline(const std::vector<GpuSample>& samples, size_t width) 
   return sparkline(values, width);
 }
 
-std::string format_percent(double percent) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.1f", percent);
-  std::string s = buf;
-  if (s.size() > 2 && s.compare(s.size() - 2, 2, ".0") == 0) s.resize(s.size() - 2);
-  return s + "%";
-}
-
 }  // namespace nodus::telemetry

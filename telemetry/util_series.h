@@ -26,7 +26,4 @@ std::string sparkline(const std::vector<double>& percents, size_t width);
 // The sparkline of util_series(samples).
 std::string util_sparkline(const std::vector<GpuSample>& samples, size_t width);
 
-// Formats a percentage with at most one decimal: 72 -> "72%", 3.25 -> "3.2%".
-std::string format_percent(double percent);
-
 }  // namespace nodus::telemetry

@@ -2,8 +2,27 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 namespace nodus {
 namespace {
+
+// One rule for every percentage nodus prints (tables, findings, `show`, reports).
+TEST(FormatPercent, OneDecimalNoTrailingZero) {
+  EXPECT_EQ(format_percent(83.2), "83.2%");
+  EXPECT_EQ(format_percent(10.3), "10.3%");  // not "10%" beside a "> 10%" threshold
+  EXPECT_EQ(format_percent(31.04), "31%");
+  EXPECT_EQ(format_percent(72), "72%");
+  EXPECT_EQ(format_percent(100), "100%");
+  EXPECT_EQ(format_percent(4.25), "4.2%");
+  EXPECT_EQ(format_percent(3.25), "3.2%");
+  EXPECT_EQ(format_percent(5), "5%");
+  EXPECT_EQ(format_percent(9.96), "10%");
+  EXPECT_EQ(format_percent(0.04), "0%");
+  EXPECT_EQ(format_percent(0), "0%");
+  EXPECT_EQ(format_percent(-0.01), "0%");
+  EXPECT_EQ(format_percent(std::nan("")), "n/a");
+}
 
 TEST(ParseDuration, AcceptsUnitsAndCombinations) {
   EXPECT_EQ(parse_duration("90s")->count(), 90'000);

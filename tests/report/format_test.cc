@@ -26,13 +26,6 @@ TEST(FormatTick, UsesJustEnoughDecimalsForTheStep) {
   EXPECT_EQ(format_tick(0, 0.002), "0.000");
 }
 
-TEST(FormatPercent, OneDecimalBelowTen) {
-  EXPECT_EQ(format_percent(83.2), "83%");
-  EXPECT_EQ(format_percent(4.25), "4.2%");
-  EXPECT_EQ(format_percent(0), "0%");
-  EXPECT_EQ(format_percent(100), "100%");
-}
-
 TEST(FormatSeconds, ReadsLikeTheCliTables) {
   EXPECT_EQ(format_seconds(0.85), "850ms");
   EXPECT_EQ(format_seconds(245), "4m05s");

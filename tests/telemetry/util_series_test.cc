@@ -64,12 +64,5 @@ TEST(UtilSparkline, DrawsTheRoundMeans) {
   EXPECT_EQ(util_sparkline({g(1, 0, 100), g(1, 1, 100), g(2, 0, 0), g(2, 1, 0)}, 10), "█▁");
 }
 
-TEST(FormatPercent, AtMostOneDecimal) {
-  EXPECT_EQ(format_percent(72), "72%");
-  EXPECT_EQ(format_percent(3.25), "3.2%");
-  EXPECT_EQ(format_percent(31.04), "31%");
-  EXPECT_EQ(format_percent(0), "0%");
-}
-
 }  // namespace
 }  // namespace nodus::telemetry
