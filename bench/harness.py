@@ -1200,6 +1200,8 @@ def cmd_report(a):
               f"{g['counts']['sweeps']} sweeps, {g['counts']['metrics']} metric points, stats for every job; "
               f"{g['size_mb']:.0f} MB, written in {g['seconds']:.0f} s. Each command timed with hyperfine "
               f"(no shell, 1 warm-up, {so['runs']} runs); the small store holds 3 runs and one 4-cell sweep.", "",
+              "`nodus ps -a` (every job, time and peak memory, beside sqlite3 reading the same rows) is "
+              "measured by bench/listing_bench.py: bench/LISTING-RESULTS.md.", "",
               "| command | 100k-job store, ms | small store, ms | goal < 100 ms |", "|---|---|---|---|"]
         for q in so["queries_ms"]["big"]:
             b, s = so["queries_ms"]["big"][q], so["queries_ms"]["small"][q]
