@@ -109,9 +109,9 @@ TableWriter::TableWriter(std::vector<Column> columns, Format format, Sink sink)
       width_(columns_.size()),
       has_value_(columns_.size()) {}
 
-void TableWriter::measure(const std::vector<std::string>& text, bool marked) {
+void TableWriter::measure(std::vector<std::string> text, bool marked) {
   any_mark_ = any_mark_ || marked;
-  const std::vector<std::string> cells = safe_cells(text, columns_.size());
+  const std::vector<std::string> cells = safe_cells(std::move(text), columns_.size());
   for (size_t c = 0; c < cells.size(); ++c) {
     width_[c] = std::max(width_[c], display_width(cells[c]));
     if (!cells[c].empty() && cells[c] != "-") has_value_[c] = true;
@@ -185,7 +185,7 @@ void TableWriter::write(std::vector<std::string> text, const nlohmann::json& raw
   ++rows_;
   switch (format_) {
     case Format::kTable:
-      sink_(text_line(safe_cells(std::move(text), columns_.size()), marked && any_mark_));
+      sink_(text_line(safe_cells(std::move(text), columns_.size()), marked));
       return;
     case Format::kMd:
       sink_(md_line(safe_cells(std::move(text), columns_.size()), marked));

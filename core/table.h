@@ -84,7 +84,7 @@ class TableWriter {
 
   bool measures() const { return format_ == Format::kTable || format_ == Format::kMd; }
   bool wants_text() const { return measures(); }  // table, md: display text; json, csv: raw
-  void measure(const std::vector<std::string>& text, bool marked = false);
+  void measure(std::vector<std::string> text, bool marked = false);
   // text: as for Table::add_row; raw: the row's JSON object (json, csv; null otherwise).
   void write(std::vector<std::string> text, const nlohmann::json& raw, bool marked = false);
   void finish();  // the header of an empty table, the end of the json array

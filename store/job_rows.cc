@@ -137,20 +137,24 @@ constexpr std::string_view kListed[] = {
     "max_cost", "state",    "exit_code", "created_at", "started_at",  "ended_at",
     "cost",     "sweep_id", "cell_index"};
 
-// Per column of kColumns, in order: whether a listing reads it.
-std::vector<bool> listed_columns() {
-  std::vector<bool> out;
-  for (const Column& c : kColumns)
-    out.push_back(std::find(std::begin(kListed), std::end(kListed), c.name) != std::end(kListed));
-  return out;
+// Per column of kColumns, in order: whether a listing reads it. Made on first use, not at the
+// start of every nodus process.
+const std::vector<bool>& listed_columns() {
+  static const std::vector<bool> listed = [] {
+    std::vector<bool> out;
+    for (const Column& c : kColumns)
+      out.push_back(std::find(std::begin(kListed), std::end(kListed), c.name) != std::end(kListed));
+    return out;
+  }();
+  return listed;
 }
-const std::vector<bool> kIsListed = listed_columns();
 
 std::string build_select(JobColumns columns) {
   std::string sql = "SELECT id";
+  const std::vector<bool>& listed = listed_columns();
   for (size_t i = 0; i < kColumnCount; ++i)
-    sql += std::string(", ") +
-           (columns == JobColumns::kAll || kIsListed[i] ? kColumns[i].name : "NULL");
+    sql +=
+        std::string(", ") + (columns == JobColumns::kAll || listed[i] ? kColumns[i].name : "NULL");
   return sql + " FROM jobs ";
 }
 
@@ -251,8 +255,9 @@ JobRecord read_job(Db& db, const Stmt& s, JobColumns columns) {
 
 // Column 0 is id; column i + 1 is kColumns[i].
 static void read_job_columns(Db& db, const Stmt& s, JobRecord& j, JobColumns columns) {
+  const std::vector<bool>& listed = listed_columns();
   for (size_t i = 0; i < kColumnCount; ++i)  // column 0 is id
-    if (columns == JobColumns::kAll || kIsListed[i])
+    if (columns == JobColumns::kAll || listed[i])
       kColumns[i].read(db, s, static_cast<int>(i) + 1, j);
 }
 

@@ -65,9 +65,10 @@ std::string sweep_condition(const JobFilter& filter) {
   return filter.sweep_id ? "sweep_id = ?1 " : "?1 IS NULL ";
 }
 
-Stmt all_jobs(Db& db, const JobFilter& filter) {
-  auto stmt =
-      db.prepare(select_jobs_sql() + "WHERE " + sweep_condition(filter) + "ORDER BY id DESC");
+// Every job of the filter's sweep (or outside sweeps), newest first; `select` is
+// select_jobs_sql() or select_listed_jobs_sql().
+Stmt all_jobs(Db& db, const JobFilter& filter, const std::string& select) {
+  auto stmt = db.prepare(select + "WHERE " + sweep_condition(filter) + "ORDER BY id DESC");
   stmt.bind(1, filter.sweep_id);
   return stmt;
 }
@@ -78,7 +79,7 @@ std::vector<JobRecord> Store::jobs(const JobFilter& filter) {
   auto lock = impl_->lock();
   Db& db = impl_->db;
   if (filter.all) {
-    auto stmt = all_jobs(db, filter);
+    auto stmt = all_jobs(db, filter, select_jobs_sql());
     return read_jobs(db, stmt);
   }
   const std::string sweep = sweep_condition(filter);
@@ -109,9 +110,7 @@ void Store::each_job(const JobFilter& filter, int passes,
   }
   Transaction tx(db, Transaction::Mode::kRead);  // every pass sees the same rows
   for (int pass = 0; pass < passes; ++pass) {
-    auto stmt = db.prepare(select_listed_jobs_sql() + "WHERE " + sweep_condition(filter) +
-                           "ORDER BY id DESC");
-    stmt.bind(1, filter.sweep_id);
+    auto stmt = all_jobs(db, filter, select_listed_jobs_sql());
     while (stmt.step()) each(pass, read_job(db, stmt, JobColumns::kListing));
   }
 }
