@@ -14,6 +14,7 @@
 #include <cstring>
 
 #include "core/helper_children.h"
+#include "core/line_splitter.h"
 #include "telemetry/gpu_sampler.h"
 #include "telemetry/smi_csv.h"
 
@@ -22,7 +23,7 @@ extern char** environ;
 namespace nodus::telemetry {
 namespace {
 
-// A line longer than this is not nvidia-smi CSV; dropping it keeps memory bounded.
+// A line longer than this is not nvidia-smi CSV.
 constexpr size_t kMaxLine = 64 * 1024;
 
 // The full path of `name` (a path, or a name searched in PATH), or "" when not executable.
@@ -58,27 +59,24 @@ class SmiSampler : public GpuSampler {
   std::string source() const override { return "nvidia-smi"; }
 
   std::vector<GpuSample> poll(const std::vector<int>& gpu_indices) override {
-    drain();
     std::vector<GpuSample> out;
-    size_t start = 0;
-    for (size_t nl; (nl = buffer_.find('\n', start)) != std::string::npos; start = nl + 1) {
-      auto sample = parse_smi_line(std::string_view(buffer_).substr(start, nl - start));
+    drain([&](std::string_view line) {
+      auto sample = parse_smi_line(line);
       if (sample &&
           std::find(gpu_indices.begin(), gpu_indices.end(), sample->gpu_index) != gpu_indices.end())
         out.push_back(*sample);
-    }
-    buffer_.erase(0, start);
-    if (buffer_.size() > kMaxLine) buffer_.clear();
+    });
     return out;
   }
 
  private:
-  void drain() {
+  // Reads what the pipe holds now, each complete line to on_line.
+  void drain(const LineFn& on_line) {
     char chunk[8192];
     while (true) {
       ssize_t n = read(fd_, chunk, sizeof chunk);
       if (n > 0) {
-        buffer_.append(chunk, static_cast<size_t>(n));
+        lines_.feed(std::string_view(chunk, static_cast<size_t>(n)), on_line);
         continue;
       }
       if (n < 0 && errno == EINTR) continue;
@@ -103,7 +101,8 @@ class SmiSampler : public GpuSampler {
 
   pid_t pid_;
   int fd_;
-  std::string buffer_;
+  // A line longer than kMaxLine is not nvidia-smi CSV: its pieces parse as nothing.
+  LineSplitter lines_{kMaxLine};
 };
 
 }  // namespace

@@ -11,25 +11,12 @@
 #include <string_view>
 
 #include "backend/local/log_streams.h"
+#include "core/line_splitter.h"
 
 namespace nodus::backend::local {
 
-using LineFn = std::function<void(std::string_view line)>;
-
-// Splits a byte stream into lines. A partial last line is kept until its newline arrives or
-// finish() is called. A line longer than max_line bytes is delivered in pieces of max_line
-// bytes, so a job printing without newlines cannot grow nodus's memory.
-class LineSplitter {
- public:
-  static constexpr size_t kDefaultMaxLine = 64 * 1024;
-  explicit LineSplitter(size_t max_line = kDefaultMaxLine) : max_line_(max_line) {}
-  void feed(std::string_view data, const LineFn& on_line);
-  void finish(const LineFn& on_line);
-
- private:
-  std::string partial_;
-  size_t max_line_;
-};
+using nodus::LineFn;
+using nodus::LineSplitter;
 
 class OutputPump {
  public:

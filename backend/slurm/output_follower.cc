@@ -36,7 +36,7 @@ int64_t OutputFollower::read_some(int64_t limit) {
   // A file replaced (another inode) or truncated: what is there now is new output.
   if ((offset_ > 0 && (st.st_dev != dev_ || st.st_ino != ino_)) || st.st_size < offset_) {
     offset_ = 0;
-    partial_.clear();
+    lines_.clear();
   }
   dev_ = st.st_dev;
   ino_ = st.st_ino;
@@ -56,21 +56,9 @@ int64_t OutputFollower::read_some(int64_t limit) {
       std::fwrite(chunk.data(), 1, chunk.size(), stdout);
       std::fflush(stdout);
     }
-    if (!on_line_) continue;
-    partial_.append(chunk);
-    size_t start = 0;
-    for (size_t nl = partial_.find('\n'); nl != std::string::npos;
-         nl = partial_.find('\n', start)) {
-      on_line_(std::string_view(partial_).substr(start, nl - start));
-      start = nl + 1;
-    }
-    partial_.erase(0, start);
     // A line without a newline is passed on in pieces of kMaxLine, as local jobs' lines are:
     // memory stays bounded whatever the job writes.
-    while (partial_.size() >= kMaxLine) {
-      on_line_(std::string_view(partial_).substr(0, kMaxLine));
-      partial_.erase(0, kMaxLine);
-    }
+    if (on_line_) lines_.feed(chunk, on_line_);
   }
   close(fd);
   return std::max<int64_t>(0, size - offset_);
@@ -81,8 +69,7 @@ void OutputFollower::finish() {
   if (left > 0)
     std::fprintf(stderr, "nodus: %lld more bytes of output not shown: they are in %s\n",
                  static_cast<long long>(left), path_.c_str());
-  if (on_line_ && !partial_.empty()) on_line_(partial_);
-  partial_.clear();
+  lines_.finish(on_line_);
 }
 
 }  // namespace nodus::backend::slurm

@@ -16,6 +16,8 @@
 #include <string>
 #include <string_view>
 
+#include "core/line_splitter.h"
+
 namespace nodus::backend::slurm {
 
 class OutputFollower {
@@ -45,7 +47,7 @@ class OutputFollower {
   int64_t offset_ = 0;
   dev_t dev_ = 0;
   ino_t ino_ = 0;
-  std::string partial_;
+  LineSplitter lines_{kMaxLine};
   std::string refused_;
 };
 
