@@ -7,6 +7,7 @@
 #include <csignal>
 #include <iostream>
 #include <iterator>
+#include <memory>
 #include <nlohmann/json.hpp>
 
 #include "backend/backend.h"
@@ -44,12 +45,12 @@ class StatusWriter {
 // A local job's GPUs, claimed for this process (the owner whose death frees them). Busy: says
 // "waiting" and waits like an attached run, unless the ticket says --no-wait.
 Acquired claim_gpus(store::Store& store, JobRecord& job, const Ticket& ticket, SignalWatch& signals,
-                    StatusWriter& status) {
+                    const std::function<void(const LaunchStatus&)>& status) {
   bool claimed = job.gpu_count == 0 || static_cast<int>(job.gpu_indices.size()) == job.gpu_count;
   if (claimed || job.backend != "local") return Acquired::kClaimed;
   Acquired got = acquire_gpus(store, job, ticket.inventory, true, &signals, false);
   if (got != Acquired::kBusy || ticket.no_wait) return got;
-  status.send({LaunchStatus::Kind::kWaiting, 0, ""});
+  status({LaunchStatus::Kind::kWaiting, 0, ""});
   return acquire_gpus(store, job, ticket.inventory, false, &signals, false);
 }
 
@@ -80,50 +81,61 @@ int supervise_main(const SweepMain& sweep) {
   }
   SignalWatch signals;
   auto store = store::Store::open(store::Store::default_path());
-  auto found = store->job(ticket.job_id);
+  return supervise_job(ticket, *store, signals, nullptr,
+                       [&status](const LaunchStatus& line) { status.send(line); });
+}
+
+int supervise_job(const Ticket& ticket, store::Store& store, SignalWatch& signals,
+                  backend::Backend* backend,
+                  const std::function<void(const LaunchStatus&)>& status) {
+  auto error = [&status](int code, const std::string& message) {
+    status({LaunchStatus::Kind::kError, code, message});
+  };
+  auto found = store.job(ticket.job_id);
   if (!found) {
-    status.error(exit_code::kNodusError, "job " + std::to_string(ticket.job_id) + " not found");
+    error(exit_code::kNodusError, "job " + std::to_string(ticket.job_id) + " not found");
     return exit_code::kNodusError;
   }
   JobRecord job = *found;
   if (!ticket.argv.empty()) job.argv = ticket.argv;  // the store's is redacted
   job.supervisor_pid = getpid();
   job.supervisor_start = store::process_start_time(job.supervisor_pid);
-  store->update_job(job);
+  store.update_job(job);
 
-  switch (Acquired got = claim_gpus(*store, job, ticket, signals, status)) {
+  switch (Acquired got = claim_gpus(store, job, ticket, signals, status)) {
     case Acquired::kClaimed:
       break;
     case Acquired::kBusy:
-      end_unstarted(*store, job, got, 0);
-      status.error(exit_code::kNodusError, "--no-wait: not enough free " + job.gpu_type +
-                                               " GPUs right now (job " + std::to_string(job.id) +
-                                               " not started)");
+      end_unstarted(store, job, got, 0);
+      error(exit_code::kNodusError, "--no-wait: not enough free " + job.gpu_type +
+                                        " GPUs right now (job " + std::to_string(job.id) +
+                                        " not started)");
       return exit_code::kNodusError;
     case Acquired::kInterrupted:
-      end_unstarted(*store, job, got, signals.take().value_or(SIGTERM));
+      end_unstarted(store, job, got, signals.take().value_or(SIGTERM));
       return exit_status_for(job);
   }
   move_job(job, JobState::kStarting);
-  store->update_job(job);
+  store.update_job(job);
 
-  auto backend = backend::make_backend(job.backend);
-  Supervisor supervisor(*store, *backend);
+  std::unique_ptr<backend::Backend> made;
+  if (!backend) backend = (made = backend::make_backend(job.backend)).get();
+  Supervisor supervisor(store, *backend);
   SuperviseRun run;
   run.options = SuperviseOptions::from_json(*job.options);
   run.attach = false;
   run.env = ticket.env;
   run.signals = &signals;
-  run.on_launched = [&status](const JobRecord&, const std::string& error) {
-    if (error.empty())
-      status.send({LaunchStatus::Kind::kRunning, 0, ""});
+  run.on_launched = [&status, &error](const JobRecord&, const std::string& failure) {
+    if (failure.empty())
+      status({LaunchStatus::Kind::kRunning, 0, ""});
     else
-      status.error(exit_code::kNodusError, error);
+      error(exit_code::kNodusError, failure);
   };
   try {
     return supervisor.run(job, run);
   } catch (const Fatal& e) {
-    status.error(e.code(), e.what());
+    error(e.code(), e.what());
     return e.code();
   }
 }

@@ -8,6 +8,13 @@
 
 #include "engine/supervisor_process.h"
 
+namespace nodus::backend {
+class Backend;
+}
+namespace nodus::store {
+class Store;
+}
+
 namespace nodus::engine {
 
 // Runs the sweep a ticket names (`sweep -d`; cli/ owns sweep running): `status` takes the status
@@ -21,5 +28,15 @@ using SweepMain = std::function<int(const Ticket&, const std::function<void(cons
 // (PR_SET_PDEATHSIG SIGTERM, a stop like `nodus stop`). Returns the process's exit code: the
 // job's, or 125 / 130 when it never started. A ticket with a sweep id is handed to `sweep`.
 int supervise_main(const SweepMain& sweep);
+
+class SignalWatch;
+
+// The part of supervise_main after the ticket is read, in this process: the job the ticket
+// names, from its row in `store`, through `backend` (nullptr: the job's own, make_backend),
+// with `signals` (created before the store was opened) as its stops. `status` gets the one
+// status line. tests/engine fork one of these over a FakeBackend to drive a whole sweep.
+int supervise_job(const Ticket& ticket, store::Store& store, SignalWatch& signals,
+                  backend::Backend* backend,
+                  const std::function<void(const LaunchStatus&)>& status);
 
 }  // namespace nodus::engine

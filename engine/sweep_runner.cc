@@ -150,12 +150,12 @@ class CellLauncher : public SweepScheduler::Launcher {
     ticket.sweep_cell = true;
     ticket.parent_pid = self_;
     if (settings_.inventory) ticket.inventory = *settings_.inventory;
-    auto spawned = spawn_supervisor(ticket);
+    auto spawned = settings_.spawn ? settings_.spawn(ticket) : spawn_supervisor(ticket);
     if (!spawned) {
       store_.release_gpus(job.id);
       throw Fatal(spawned.error());
     }
-    close(spawned->status_fd);
+    if (spawned->status_fd >= 0) close(spawned->status_fd);
     running.push_back({index, spawned->pid, pidfd_open(spawned->pid), std::nullopt});
     progress_.cell_started(cell, job);
     return Outcome::kStarted;

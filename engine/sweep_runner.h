@@ -3,14 +3,17 @@
 // (`nodus __supervise`), packing them onto free GPUs as they free up, within --parallel and
 // --budget. Ctrl-C stops the running cells and keeps every finished one.
 
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "core/job.h"
+#include "core/result.h"
 #include "engine/budget.h"
 #include "engine/job_builder.h"
+#include "engine/supervisor_process.h"
 #include "store/store.h"
 
 namespace nodus::engine {
@@ -40,6 +43,9 @@ struct SweepSettings {
   std::optional<double> stop_early;
   std::string throughput_metric = "samples_per_sec";
   double warmup_s = 5;
+  // Starts a cell's supervisor process; empty: spawn_supervisor (`nodus __supervise`).
+  // tests/engine fork one that supervises the cell through a FakeBackend.
+  std::function<Result<SpawnedSupervisor>(const Ticket&)> spawn;
 };
 
 class SweepRunner {

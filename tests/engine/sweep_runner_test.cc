@@ -1,0 +1,277 @@
+// engine::SweepRunner driving whole sweeps, without real jobs: each cell's supervisor is a
+// process of its own, as in `nodus sweep`, forked from the test and running the real
+// supervise_job over a FakeBackend (tests/engine/fake_backend.h) scripted per cell. What runs
+// for real is the runner's loop (its pidfds, reaping, signals and reconcile), the scheduler's
+// budget and the supervisors' caps and stops; what is faked is only the job.
+// Bounds on time and money are asserted from below only, or with the note nodus writes when it
+// was late (a loaded machine makes nodus late, never early).
+
+#include "engine/sweep_runner.h"
+
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <functional>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "core/error.h"
+#include "core/lifecycle.h"
+#include "core/strings.h"
+#include "engine/signals.h"
+#include "engine/supervise_main.h"
+#include "engine/sweep_plan.h"
+#include "engine/sweep_progress.h"
+#include "fake_backend.h"
+#include "store/store.h"
+#include "sweep/grid.h"
+#include "sweep/placeholders.h"
+#include "temp_dir.h"
+
+// A FakeBackend::Script is written with designated initializers, naming only what a test
+// changes; GCC 12 warns of the members left to their defaults.
+#pragma GCC diagnostic ignored "-Wmissing-field-initializers"
+
+namespace nodus::engine {
+namespace {
+
+using testing::FakeBackend;
+using Script = FakeBackend::Script;
+
+// Cells `cell=1..n` of one H100 each at $3,600 an hour: a dollar a second.
+class SweepRunnerTest : public ::testing::Test {
+ protected:
+  void SetUp() override { store_ = store::Store::open(home_.db()); }
+
+  std::vector<PlannedCell> plan(int cells, std::optional<double> max_cost) {
+    JobRecord base;
+    base.name = "fake";
+    base.backend = "fake";
+    base.gpu_type = "H100";
+    base.gpu_count = 1;
+    base.rate_per_gpu_hour = 3600;
+    base.grace_ms = 200;
+    base.max_cost = max_cost;
+    base.created_at = unix_now();
+    base.state = JobState::kWaiting;
+    std::vector<std::string> values;
+    for (int i = 1; i <= cells; ++i) values.push_back(std::to_string(i));
+    auto grid = sweep::parse_grid({"cell=" + join(values, ",")});
+    EXPECT_TRUE(grid.ok());
+    auto tmpl = sweep::ArgvTemplate::parse({"train", "--cell", "{cell}"}, *grid);
+    EXPECT_TRUE(tmpl.ok());
+    SweepPlanInput input;
+    input.base = base;
+    input.max_cost = max_cost;
+    return plan_cells(input, *grid, *tmpl);
+  }
+
+  store::SweepRecord new_sweep(std::optional<double> budget) {
+    store::SweepRecord sweep;
+    sweep.name = "fake";
+    sweep.backend = "fake";
+    sweep.argv = {"train", "--cell", "{cell}"};
+    sweep.definition_hash = "fake";
+    sweep.budget = budget;
+    sweep.created_at = unix_now();
+    sweep.supervisor_pid = getpid();
+    sweep.supervisor_start = store::process_start_time(getpid());
+    sweep.id = store_->insert_sweep(sweep);
+    return sweep;
+  }
+
+  // Runs the cells not done through the real runner; each cell's supervisor is forked and runs
+  // the cell's job through a FakeBackend with script(cell number, 1-based). `on_spawn` is
+  // called in the runner after each spawn with how many cells it has spawned so far.
+  std::string run(
+      store::SweepRecord& sweep, std::vector<PlannedCell>& cells, SweepSettings settings,
+      std::function<Script(int)> script, std::function<void(int)> on_spawn = [](int) {}) {
+    SignalWatch signals;  // blocks SIGINT/SIGTERM here; the forked supervisors inherit the mask
+    SweepProgress progress("s" + std::to_string(sweep.id), false, false);
+    SweepRunner runner(*store_, signals, progress);
+    const std::string db = home_.db();
+    settings.spawn = [&](const Ticket& ticket) -> Result<SpawnedSupervisor> {
+      const int cell = std::stoi(ticket.env.at("NODUS_PARAM_CELL"));
+      const Script s = script(cell);
+      const pid_t parent = getpid();
+      const pid_t pid = ::fork();
+      if (pid < 0) return Error::permanent("fork failed");
+      if (pid == 0) {
+        int code = exit_code::kNodusError;
+        try {
+          prctl(PR_SET_PDEATHSIG, SIGTERM);  // as a real cell: it dies with its sweep
+          if (getppid() != parent) _exit(code);
+          SignalWatch own;
+          auto store = store::Store::open(db);
+          FakeBackend fake(s);
+          code = supervise_job(ticket, *store, own, &fake, [](const LaunchStatus&) {});
+        } catch (...) {
+        }
+        _exit(code);
+      }
+      spawned_.push_back(cell);
+      on_spawn(static_cast<int>(spawned_.size()));
+      return SpawnedSupervisor{pid, -1};
+    };
+    return runner.run(sweep, cells, settings);
+  }
+
+  std::vector<JobRecord> jobs_of(const store::SweepRecord& sweep) {
+    auto jobs = store_->sweep_cells(sweep.id);
+    std::sort(jobs.begin(), jobs.end(),
+              [](const JobRecord& a, const JobRecord& b) { return a.cell_index < b.cell_index; });
+    return jobs;
+  }
+
+  static bool late(const JobRecord& job) {
+    return job.note.find("past its cap") != std::string::npos;
+  }
+
+  nodus::testing::TempDir home_;
+  std::unique_ptr<store::Store> store_;
+  std::vector<int> spawned_;  // cell numbers, in the order their supervisors were spawned
+};
+
+TEST_F(SweepRunnerTest, EveryCellRunsUnderASupervisorOfItsOwnWithinTheParallelLimit) {
+  auto cells = plan(4, std::nullopt);
+  auto sweep = new_sweep(std::nullopt);
+  SweepSettings settings;
+  settings.parallel = 2;
+  std::string state = run(sweep, cells, settings, [](int) { return Script{.runs_for = 0.1}; });
+  EXPECT_EQ(state, "completed");
+  auto jobs = jobs_of(sweep);
+  ASSERT_EQ(jobs.size(), 4u);
+  std::vector<int64_t> supervisors;
+  for (const auto& job : jobs) {
+    EXPECT_EQ(job.state, JobState::kCompleted) << job.note;
+    EXPECT_EQ(job.exit_code, 0);
+    ASSERT_TRUE(job.started_at && job.ended_at);
+    EXPECT_NEAR(job.cost, *job.ended_at - *job.started_at, 1e-6);  // $1 a second, all it ran
+    EXPECT_NE(job.supervisor_pid, getpid());
+    supervisors.push_back(job.supervisor_pid);
+  }
+  std::sort(supervisors.begin(), supervisors.end());
+  EXPECT_EQ(std::unique(supervisors.begin(), supervisors.end()), supervisors.end());
+  // Never more than two ran at once: at each start, count the jobs running then.
+  for (const auto& a : jobs) {
+    int at_once = 0;
+    for (const auto& b : jobs)
+      at_once += *b.started_at <= *a.started_at && *a.started_at < *b.ended_at;
+    EXPECT_LE(at_once, 2);
+  }
+  EXPECT_EQ(spawned_.size(), 4u);
+}
+
+TEST_F(SweepRunnerTest, TheBudgetCapsEachCellAndSkipsTheCellsItCannotCover) {
+  // Cells that never end by themselves and ignore SIGTERM: each runs to its $0.30 cap and is
+  // killed there. $0.80 covers two worst cases; after two cells (>= $0.275 each: nodus is never
+  // early) less than a third worst case is left.
+  auto cells = plan(3, 0.3);
+  auto sweep = new_sweep(0.8);
+  SweepSettings settings;
+  settings.parallel = 1;
+  settings.budget = 0.8;
+  std::string state = run(sweep, cells, settings, [](int) { return Script{.ignores_term = true}; });
+  EXPECT_EQ(state, "budget");
+  auto jobs = jobs_of(sweep);
+  ASSERT_EQ(jobs.size(), 2u);  // the skipped cell never got a row
+  double spent = 0;
+  bool any_late = false;
+  for (const auto& job : jobs) {
+    EXPECT_EQ(job.state, JobState::kCostCap) << job.note;
+    EXPECT_GE(job.cost, 0.27);
+    if (!late(job)) {
+      EXPECT_LE(job.cost, 0.3 + 1e-9) << job.note;
+    }
+    any_late |= late(job);
+    spent += job.cost;
+  }
+  if (!any_late) {
+    EXPECT_LE(spent, 0.8);
+  }
+  EXPECT_FALSE(cells[0].skipped);
+  EXPECT_FALSE(cells[1].skipped);
+  EXPECT_TRUE(cells[2].skipped);
+  EXPECT_EQ(spawned_, (std::vector<int>{1, 2}));
+}
+
+TEST_F(SweepRunnerTest, AStopOfTheSweepStopsItsRunningCellsAndKeepsTheFinishedOnes) {
+  // Cell 1 ends by itself; cells 2 and 3 would run for an hour. The stop (SIGTERM to the sweep,
+  // as `nodus stop` sends) comes once the third cell is spawned: after cell 1 ended.
+  auto cells = plan(4, std::nullopt);
+  auto sweep = new_sweep(std::nullopt);
+  SweepSettings settings;
+  settings.parallel = 2;
+  std::string state = run(
+      sweep, cells, settings,
+      [](int cell) { return cell == 1 ? Script{.runs_for = 0.05} : Script{}; },
+      [](int spawned) {
+        if (spawned == 3) ::kill(getpid(), SIGTERM);  // blocked: the runner reads it
+      });
+  EXPECT_EQ(state, "stopped");
+  EXPECT_EQ(spawned_, (std::vector<int>{1, 2, 3}));  // nothing starts after the stop
+  auto jobs = jobs_of(sweep);
+  ASSERT_EQ(jobs.size(), 3u);
+  EXPECT_EQ(jobs[0].state, JobState::kCompleted);
+  EXPECT_EQ(jobs[1].state, JobState::kStopped) << jobs[1].note;
+  // The third may be stopped before or after its job launched: either way it did not complete.
+  EXPECT_TRUE(is_final(jobs[2].state));
+  EXPECT_NE(jobs[2].state, JobState::kCompleted);
+  for (const auto& job : store_->active_jobs())
+    ADD_FAILURE() << "job " << job.id << " still active";
+}
+
+TEST_F(SweepRunnerTest, AResumedSweepRunsOnlyWhatDidNotCompleteOnWhatIsLeftOfItsBudget) {
+  // Cells capped at $3 under a $4.50 budget, one at a time. First run: cells 1 and 3 complete
+  // after 1 s ($1 or a little more each), cell 2 fails at once; each start found >= $3 left.
+  auto sweep = new_sweep(4.5);
+  SweepSettings settings;
+  settings.parallel = 1;
+  settings.budget = 4.5;
+  auto first = plan(3, 3.0);
+  auto failing = [](int cell) {
+    return cell == 2 ? Script{.runs_for = 0, .exit_code = 3} : Script{.runs_for = 1.0};
+  };
+  std::string state = run(sweep, first, settings, failing);
+  EXPECT_EQ(state, "failed");
+  auto jobs = jobs_of(sweep);
+  ASSERT_EQ(jobs.size(), 3u);
+  EXPECT_EQ(jobs[0].state, JobState::kCompleted);
+  EXPECT_EQ(jobs[1].state, JobState::kFailed);
+  EXPECT_EQ(jobs[1].exit_code, 3);
+  EXPECT_EQ(jobs[2].state, JobState::kCompleted);
+  const double spent = store_->sweep_spent(sweep.id);
+  EXPECT_GE(spent, 2.0 - 1e-6);
+
+  // Resumed under the same budget: only cell 2 is left, and what is left of $4.50 (<= $2.50)
+  // cannot cover its $3 worst case: it is skipped, not run on a fresh budget.
+  spawned_.clear();
+  auto again = plan(3, 3.0);
+  mark_done(again, store_->sweep_cells(sweep.id));
+  EXPECT_TRUE(again[0].done && !again[1].done && again[2].done);
+  state = run(sweep, again, settings, [](int) { return Script{.runs_for = 0.05}; });
+  EXPECT_EQ(state, "budget");
+  EXPECT_TRUE(spawned_.empty());
+  EXPECT_TRUE(again[1].skipped);
+
+  // With room in the budget the resume runs that one cell, and it completes.
+  settings.budget = spent + 3.5;
+  again = plan(3, 3.0);
+  mark_done(again, store_->sweep_cells(sweep.id));
+  state = run(sweep, again, settings, [](int) { return Script{.runs_for = 0.05}; });
+  EXPECT_EQ(state, "completed");
+  EXPECT_EQ(spawned_, (std::vector<int>{2}));
+  jobs = jobs_of(sweep);  // the newest attempt of each cell
+  ASSERT_EQ(jobs.size(), 3u);
+  for (const auto& job : jobs) EXPECT_EQ(job.state, JobState::kCompleted) << job.id;
+  EXPECT_GT(jobs[1].id, jobs[2].id);  // cell 2's new attempt; the failed one stays on record
+  EXPECT_GT(store_->sweep_spent(sweep.id), spent);
+}
+
+}  // namespace
+}  // namespace nodus::engine
