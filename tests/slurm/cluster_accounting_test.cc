@@ -239,10 +239,15 @@ TEST(SlurmClusterAccounting, ARequeuedJobIsBilledForBothRuns) {
   REQUIRE_SLURM_CLUSTER();
   JobDir dir;
   auto settings = cluster_settings(dir);
-  // Sleeps 3 s on each run: the requeue comes 2 s into the first.
-  JobRecord job = billed_job({"sleep", "3"}, dir, "L4", 1);
+  // Says which run it is, then sleeps 3 s: the requeue comes 2 s into the first run.
+  JobRecord job =
+      billed_job({"bash", "-c", "echo \"run ${SLURM_RESTART_COUNT:-0}\"; sleep 3"}, dir, "L4", 1);
   auto backend = cluster_backend(settings);
-  ASSERT_TRUE(backend->submit(job, quiet()).ok());
+  // The attached output, line by line, as `nodus run` copies it to the terminal.
+  std::vector<std::string> lines;
+  LaunchSpec spec = quiet();
+  spec.on_line = [&](std::string_view line) { lines.emplace_back(line); };
+  ASSERT_TRUE(backend->submit(job, spec).ok());
   std::thread requeuer(requeue_once, settings, id_of(job), milliseconds(2000));
   auto outcome = wait_to_end(*backend, job, 90);  // the supervisor's view, through the requeue
   requeuer.join();
@@ -256,6 +261,13 @@ TEST(SlurmClusterAccounting, ARequeuedJobIsBilledForBothRuns) {
   EXPECT_NEAR(outcome->started_at, runs[0].start_time, 1.0);
   // Not the time queued between the runs.
   EXPECT_LT(*outcome->billed_seconds, outcome->ended_at - outcome->started_at);
+  // Both runs' output reached the attached terminal, in order: the second run appends to the
+  // output file (open_mode append) and the follower reads on from where it was.
+  // (slurmstepd adds its own line about the requeue, which is not the job's.)
+  std::vector<std::string> runs_said;
+  for (const auto& line : lines)
+    if (line.rfind("run ", 0) == 0) runs_said.push_back(line);
+  EXPECT_EQ(runs_said, (std::vector<std::string>{"run 0", "run 1"})) << dir.read(job.log_path);
 
   // `nodus ps` on the same job, unsupervised: the same two runs.
   JobRecord seen = job;
