@@ -126,9 +126,12 @@ TEST(SweepStopEarly, StopsAClearlyWorseCellAndRecordsTheSavings) {
   NodusHome home;
   std::string prices = write_test_prices(home);
   std::map<std::string, std::string> env{{"NODUS_LOCAL_GPUS", "TEST:8"}, {"NODUS_PRICES", prices}};
-  // w=1 does 1000 samples/s for about 2 s; w=2 does 10/s and would run for a minute.
+  // w=1 does 1000 samples/s for about 5 s; w=2 does 10/s and would run for a minute. The best
+  // cell's steady state starts a --warmup after nodus first read a report from it: with 2 s of
+  // reports, a supervisor slowed by load (sanitizers and a busy loop per core) read the first
+  // one so late that no steady state was left, and no best cell was named (a gate, 2026-12-05).
   std::string script =
-      "if [ {w} = 1 ]; then n=10; v=1000; else n=300; v=10; fi; i=0; while [ $i -lt $n ]; do "
+      "if [ {w} = 1 ]; then n=25; v=1000; else n=300; v=10; fi; i=0; while [ $i -lt $n ]; do "
       "echo \"{{\\\"samples_per_sec\\\": $v}}\" >> $NODUS_METRICS; sleep 0.2; i=$((i+1)); done";
   auto r = home.run(
       {"sweep", "--gpu", kTestGpu, "--max-cost", "100", "--warmup", "1s", "--param", "w=1,2",
@@ -140,7 +143,7 @@ TEST(SweepStopEarly, StopsAClearlyWorseCellAndRecordsTheSavings) {
   EXPECT_EQ(j["cells"][0]["status"], "completed");
   EXPECT_EQ(j["cells"][1]["status"], "stopped-early");
   EXPECT_EQ(j["sweep"]["stopped_early"], 1);
-  // 10 samples/s for the best cell's ~2 s x 1000/s of work: minutes left at $1/s.
+  // 10 samples/s for the best cell's ~5 s x 1000/s of work: minutes left at $1/s.
   EXPECT_GT(j["sweep"]["saved_usd"].get<double>(), 50);
   EXPECT_EQ(j["best_cell"], 1);
   auto job = show_json(home, std::to_string(j["cells"][1]["job_id"].get<int>()));
