@@ -4,11 +4,13 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <charconv>
 #include <climits>
 #include <memory>
 #include <sstream>
+#include <unordered_map>
 
 namespace nodus {
 namespace {
@@ -119,6 +121,32 @@ std::vector<pid_t> list_pids() {
     if (parse_pid(e->d_name, &pid)) out.push_back(pid);
   }
   return out;
+}
+
+std::vector<bool> tree_members(const std::vector<ProcStat>& procs, const TreeSeeds& seeds) {
+  std::unordered_multimap<pid_t, size_t> children;  // ppid -> index in procs
+  for (size_t i = 0; i < procs.size(); ++i) children.emplace(procs[i].ppid, i);
+  std::vector<bool> member(procs.size(), false);
+  std::vector<size_t> frontier;
+  auto take = [&](size_t i) {
+    if (member[i] || (seeds.never != 0 && procs[i].pid == seeds.never)) return;
+    member[i] = true;
+    frontier.push_back(i);
+  };
+  for (size_t i = 0; i < procs.size(); ++i) {
+    const ProcStat& p = procs[i];
+    if (std::find(seeds.roots.begin(), seeds.roots.end(), p.pid) != seeds.roots.end() ||
+        (seeds.session != 0 && p.session == seeds.session) ||
+        (seeds.pgrp != 0 && p.pgrp == seeds.pgrp))
+      take(i);
+  }
+  while (!frontier.empty()) {
+    const pid_t parent = procs[frontier.back()].pid;
+    frontier.pop_back();
+    auto [begin, end] = children.equal_range(parent);
+    for (auto it = begin; it != end; ++it) take(it->second);
+  }
+  return member;
 }
 
 std::vector<ProcStat> scan_processes() {

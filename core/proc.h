@@ -49,6 +49,21 @@ std::vector<pid_t> list_pids();
 // Every process visible in /proc, in no particular order (one that exits meanwhile is left out).
 std::vector<ProcStat> scan_processes();
 
+// The one rule of what belongs to a process tree, for killing a job's tree
+// (backend/local/process_tree.h) and for measuring it (telemetry/host_sampler.h) alike: the
+// roots, every process in `session` or `pgrp` (0: not used; a child that left the group by
+// setsid is still a descendant), and every descendant of those through parent links (a child
+// may be listed before its parent). `never` (0: none) is never a member nor reached through:
+// the caller itself, whose other children are not the tree's. Pure, unit-tested.
+struct TreeSeeds {
+  std::vector<pid_t> roots;
+  pid_t session = 0;
+  pid_t pgrp = 0;
+  pid_t never = 0;
+};
+// One flag per entry of `procs`: whether it is a member.
+std::vector<bool> tree_members(const std::vector<ProcStat>& procs, const TreeSeeds& seeds);
+
 // The value of `name` in the process's environment (/proc/<pid>/environ), nullopt when it is
 // not set or not readable (another user, a zombie).
 std::optional<std::string> read_proc_env(pid_t pid, const std::string& name);

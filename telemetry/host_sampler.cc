@@ -111,21 +111,10 @@ pid_t ProcReader::self_pid() { return getpid(); }
 std::unique_ptr<ProcReader> make_proc_reader() { return std::make_unique<RealProcReader>(); }
 
 std::vector<ProcStat> select_tree(const std::vector<ProcStat>& all, const TreeRoot& root) {
-  std::set<pid_t> members;
-  for (const auto& p : all) {
-    if (p.pid == root.main_pid || (root.session != 0 && p.session == root.session) ||
-        (root.pgrp != 0 && p.pgrp == root.pgrp))
-      members.insert(p.pid);
-  }
-  // Descendants by PPid, to a fixed point: a child may be listed before its parent.
-  for (bool grew = true; grew;) {
-    grew = false;
-    for (const auto& p : all)
-      if (!members.count(p.pid) && members.count(p.ppid)) grew = members.insert(p.pid).second;
-  }
+  const std::vector<bool> member = tree_members(all, {{root.main_pid}, root.session, root.pgrp, 0});
   std::vector<ProcStat> out;
-  for (const auto& p : all)
-    if (members.count(p.pid)) out.push_back(p);
+  for (size_t i = 0; i < all.size(); ++i)
+    if (member[i]) out.push_back(all[i]);
   return out;
 }
 

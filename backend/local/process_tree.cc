@@ -77,48 +77,31 @@ TreeContext live_context() {
 std::vector<ProcStat> select_tree(const std::vector<ProcStat>& procs, const TreeRoot& root,
                                   const TreeContext& ctx) {
   const pid_t main_pid = root.main_pid;
-  std::unordered_multimap<pid_t, size_t> children;  // ppid -> index in procs
-  for (size_t i = 0; i < procs.size(); ++i) children.emplace(procs[i].ppid, i);
-
-  std::vector<bool> member(procs.size(), false);
-  // Descendants of the main process (and the main process itself).
-  std::vector<pid_t> frontier;
-  if (!root.main_reaped) {
-    frontier.push_back(main_pid);
-    for (size_t i = 0; i < procs.size(); ++i)
-      if (procs[i].pid == main_pid) member[i] = true;
-  }
-  while (!frontier.empty()) {
-    pid_t parent = frontier.back();
-    frontier.pop_back();
-    auto [begin, end] = children.equal_range(parent);
-    for (auto it = begin; it != end; ++it) {
-      if (member[it->second] || procs[it->second].pid == ctx.self_pid) continue;
-      member[it->second] = true;
-      frontier.push_back(procs[it->second].pid);
-    }
-  }
+  // The job's group and session (the main process called setsid: both are its pid) and the
+  // main process, unless reaped (its pid may be another process's now).
+  TreeSeeds seeds{.roots = {}, .session = main_pid, .pgrp = main_pid, .never = ctx.self_pid};
+  if (!root.main_reaped) seeds.roots.push_back(main_pid);
+  std::vector<bool> member = tree_members(procs, seeds);
+  // Orphans reparented to this supervisor, with whatever they started since.
   const bool sole_job =
       ctx.job_mains.empty() || (ctx.job_mains.size() == 1 && ctx.job_mains[0] == main_pid);
+  const size_t roots = seeds.roots.size();
   for (size_t i = 0; i < procs.size(); ++i) {
     const ProcStat& p = procs[i];
     if (member[i] || p.pid == ctx.self_pid) continue;
-    if (p.pgrp == main_pid || p.session == main_pid) {
-      member[i] = true;
-      continue;
-    }
     const bool orphan = p.ppid == ctx.self_pid && p.session != ctx.self_session &&
                         !contains(ctx.job_mains, p.pid) && !ctx.is_helper(p.pid);
     if (!orphan) continue;
-    if (p.zombie()) {
-      // A zombie's environment cannot be read; reaping it harms no one (it is nobody's but
-      // ours to wait for: not a helper, not a job's main process).
-      member[i] = true;
-      continue;
+    // A zombie's environment cannot be read; reaping it harms no one (it is nobody's but ours
+    // to wait for: not a helper, not a job's main process).
+    bool ours = p.zombie();
+    if (!ours) {
+      auto t = ctx.read_token(p.pid);
+      ours = t ? (!root.token.empty() && *t == root.token) : sole_job;
     }
-    auto t = ctx.read_token(p.pid);
-    member[i] = t ? (!root.token.empty() && *t == root.token) : sole_job;
+    if (ours) seeds.roots.push_back(p.pid);
   }
+  if (seeds.roots.size() > roots) member = tree_members(procs, seeds);
   std::vector<ProcStat> out;
   for (size_t i = 0; i < procs.size(); ++i)
     if (member[i]) out.push_back(procs[i]);

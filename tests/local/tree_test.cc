@@ -189,6 +189,20 @@ TEST(SelectTree, LeavesHelpersAndOtherJobsMainProcessesAlone) {
   EXPECT_EQ(pids_of(select_tree(procs, TreeRoot{200, "", false}, ctx)), (std::vector<pid_t>{200}));
 }
 
+TEST(SelectTree, WhatAGroupMemberOrAnOrphanStartedIsTheJobsToo) {
+  std::vector<ProcStat> procs = {
+      proc(100, 1, 50, 50),      // the supervisor
+      proc(200, 100, 200, 200),  // the job's main process
+      proc(204, 1, 200, 200),    // reparented to init, still in the job's session
+      proc(205, 204, 205, 205),  // its child, which called setsid
+      proc(203, 100, 203, 203),  // a double-forked daemon, reparented to the supervisor
+      proc(206, 203, 206, 206),  // what the daemon started, in a session of its own
+      proc(300, 1, 300, 300),    // unrelated
+  };
+  auto tree = select_tree(procs, TreeRoot{200, "t1", false}, context({200}));
+  EXPECT_EQ(pids_of(tree), (std::vector<pid_t>{200, 203, 204, 205, 206}));
+}
+
 TEST(SelectTree, AReapedMainPidIsNotFollowed) {
   // Pid 200 was reaped and reused by an unrelated process of another session.
   std::vector<ProcStat> procs = {proc(200, 1, 900, 900), proc(201, 200, 900, 900),
