@@ -2,12 +2,14 @@
 // process of its own, as in `nodus sweep`, forked from the test and running the real
 // supervise_job over a FakeBackend (tests/engine/fake_backend.h) scripted per cell. What runs
 // for real is the runner's loop (its pidfds, reaping, signals and reconcile), the scheduler's
-// budget and the supervisors' caps and stops; what is faked is only the job.
+// budget, --stop-early's verdicts and the supervisors' caps and stops; what is faked is only the
+// job (and the throughput it reports).
 // Bounds on time and money are asserted from below only, or with the note nodus writes when it
 // was late (a loaded machine makes nodus late, never early).
 
 #include "engine/sweep_runner.h"
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/prctl.h>
@@ -25,9 +27,11 @@
 #include "core/strings.h"
 #include "engine/signals.h"
 #include "engine/supervise_main.h"
+#include "engine/supervise_options.h"
 #include "engine/sweep_plan.h"
 #include "engine/sweep_progress.h"
 #include "fake_backend.h"
+#include "store/job_stats.h"
 #include "store/store.h"
 #include "sweep/grid.h"
 #include "sweep/placeholders.h"
@@ -42,6 +46,32 @@ namespace {
 
 using testing::FakeBackend;
 using Script = FakeBackend::Script;
+
+// A cell's fake job: the FakeBackend's script, and the throughput it reports, if any, as a job
+// does: `{"samples_per_sec": V}` lines appended to its NODUS_METRICS file every 50 ms.
+struct CellScript {
+  CellScript(Script fake = {}, std::optional<double> samples_per_sec = std::nullopt)
+      : fake(fake), samples_per_sec(samples_per_sec) {}
+  Script fake;
+  std::optional<double> samples_per_sec;
+};
+
+// The reports of a job that does `samples_per_sec`, from a process of its own that dies with
+// the supervisor that forked it.
+void report_throughput(const std::string& metrics_path, double samples_per_sec) {
+  if (::fork() != 0) return;
+  prctl(PR_SET_PDEATHSIG, SIGKILL);
+  const std::string line = "{\"samples_per_sec\": " + std::to_string(samples_per_sec) + "}\n";
+  for (;;) {
+    int fd = ::open(metrics_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+    if (fd >= 0) {
+      ssize_t ignored = ::write(fd, line.data(), line.size());
+      (void)ignored;
+      ::close(fd);
+    }
+    ::usleep(50 * 1000);
+  }
+}
 
 // Cells `cell=1..n` of one H100 each at $3,600 an hour: a dollar a second.
 class SweepRunnerTest : public ::testing::Test {
@@ -90,14 +120,14 @@ class SweepRunnerTest : public ::testing::Test {
   // called in the runner after each spawn with how many cells it has spawned so far.
   std::string run(
       store::SweepRecord& sweep, std::vector<PlannedCell>& cells, SweepSettings settings,
-      std::function<Script(int)> script, std::function<void(int)> on_spawn = [](int) {}) {
+      std::function<CellScript(int)> script, std::function<void(int)> on_spawn = [](int) {}) {
     SignalWatch signals;  // blocks SIGINT/SIGTERM here; the forked supervisors inherit the mask
     SweepProgress progress("s" + std::to_string(sweep.id), false, false);
     SweepRunner runner(*store_, signals, progress);
     const std::string db = home_.db();
     settings.spawn = [&](const Ticket& ticket) -> Result<SpawnedSupervisor> {
       const int cell = std::stoi(ticket.env.at("NODUS_PARAM_CELL"));
-      const Script s = script(cell);
+      const CellScript s = script(cell);
       const pid_t parent = getpid();
       const pid_t pid = ::fork();
       if (pid < 0) return Error::permanent("fork failed");
@@ -108,7 +138,9 @@ class SweepRunnerTest : public ::testing::Test {
           if (getppid() != parent) _exit(code);
           SignalWatch own;
           auto store = store::Store::open(db);
-          FakeBackend fake(s);
+          if (s.samples_per_sec)
+            report_throughput(store->job(ticket.job_id)->metrics_path, *s.samples_per_sec);
+          FakeBackend fake(s.fake);
           code = supervise_job(ticket, *store, own, &fake, [](const LaunchStatus&) {});
         } catch (...) {
         }
@@ -224,6 +256,39 @@ TEST_F(SweepRunnerTest, AStopOfTheSweepStopsItsRunningCellsAndKeepsTheFinishedOn
   EXPECT_NE(jobs[2].state, JobState::kCompleted);
   for (const auto& job : store_->active_jobs())
     ADD_FAILURE() << "job " << job.id << " still active";
+}
+
+TEST_F(SweepRunnerTest, StopEarlyStopsAClearlyWorseCellOnceTheBestHasFinished) {
+  // Cell 1 does 1000 samples/s and ends after 1.5 s; cell 2 does 10/s and would run an hour.
+  // Both are steady from their first report (warm-up 0), sampled every 100 ms.
+  auto cells = plan(2, std::nullopt);
+  SuperviseOptions options;
+  options.sample_interval = std::chrono::milliseconds(100);
+  options.warmup = "0s";
+  for (auto& c : cells) c.job.options = options.to_json();
+  auto sweep = new_sweep(std::nullopt);
+  SweepSettings settings;
+  settings.parallel = 2;
+  settings.stop_early = 3;
+  settings.warmup_s = 0;
+  std::string state = run(sweep, cells, settings, [](int cell) {
+    return cell == 1 ? CellScript(Script{.runs_for = 1.5}, 1000) : CellScript(Script{}, 10);
+  });
+  EXPECT_EQ(state, "completed");  // a loser stopped early did what was asked of it
+  auto jobs = jobs_of(sweep);
+  ASSERT_EQ(jobs.size(), 2u);
+  EXPECT_EQ(jobs[0].state, JobState::kCompleted);
+  EXPECT_EQ(jobs[1].state, JobState::kStopped) << jobs[1].note;
+  EXPECT_NE(jobs[1].note.find("stopped early"), std::string::npos) << jobs[1].note;
+  EXPECT_FALSE(cells[0].stopped_early);
+  EXPECT_TRUE(cells[1].stopped_early);
+  auto stats = store_->stats(jobs[1].id);
+  ASSERT_TRUE(stats);
+  ASSERT_TRUE(stats->values.contains("stopped_early"));
+  EXPECT_GT(stats->values["stopped_early"]["ratio"].get<double>(), 3);
+  // Stopped once the best cell had finished, not before.
+  ASSERT_TRUE(jobs[0].ended_at && jobs[1].ended_at);
+  EXPECT_GE(*jobs[1].ended_at, *jobs[0].ended_at);
 }
 
 TEST_F(SweepRunnerTest, AResumedSweepRunsOnlyWhatDidNotCompleteOnWhatIsLeftOfItsBudget) {
