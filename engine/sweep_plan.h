@@ -18,7 +18,7 @@
 
 #include "core/job.h"
 #include "core/parse.h"
-#include "engine/sweep_runner.h"
+#include "engine/planned_cell.h"
 #include "sweep/grid.h"
 #include "sweep/placeholders.h"
 

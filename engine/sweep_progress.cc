@@ -8,7 +8,7 @@
 
 #include "core/cost.h"
 #include "core/parse.h"
-#include "engine/sweep_runner.h"
+#include "engine/planned_cell.h"
 
 namespace nodus::engine {
 namespace {

@@ -13,6 +13,7 @@
 #include "core/result.h"
 #include "engine/budget.h"
 #include "engine/job_builder.h"
+#include "engine/planned_cell.h"
 #include "engine/supervisor_process.h"
 #include "store/store.h"
 
@@ -20,20 +21,6 @@ namespace nodus::engine {
 
 class SignalWatch;
 class SweepProgress;
-
-// One cell, ready to run: its job row as a template (argv resolved, params, cell key).
-struct PlannedCell {
-  int index = 0;
-  std::string label;  // "num_workers=4 batch_size=128"
-  JobRecord job;      // not yet inserted (id 0) unless an attempt is waiting for GPUs
-  std::map<std::string, std::string> env;  // the cell's full --env plus NODUS_PARAM_*, unredacted
-  // The key the cell had before NODUS_SWEEP_CELL counted from 1 (it was the 0-based grid index):
-  // an attempt stored under it is the same cell, so --resume of an older sweep does not rerun it.
-  std::string legacy_cell_key;
-  bool done = false;           // completed in an earlier run (--resume)
-  bool skipped = false;        // could not start within the budget
-  bool stopped_early = false;  // --stop-early stopped it (a loser, not a failure)
-};
 
 struct SweepSettings {
   int parallel = 1;

@@ -325,195 +325,223 @@ std::string gemm_precision(std::string_view kernel_name) {
   return "unknown";
 }
 
-Result<TraceFacts> read_trace(std::istream& in, size_t max_events) {
-  ArgsAwareCollector c(max_events);
-  bool ok = nlohmann::json::sax_parse(in, &c, nlohmann::json::input_format_t::json, true, true);
-  if (!ok) return Error::permanent(c.error_.empty() ? "not a Chrome trace" : c.error_);
-  TraceFacts f;
-  f.events = c.events_;
-  f.kept = c.recs_.size();
-  f.truncated = c.truncated_;
-  const auto& names = c.names_;
-  auto& recs = c.recs_;
+namespace {
+
+// 1 us of slack: the legacy profiler rounds start and duration to whole microseconds, so a
+// child can seem to end just after its parent.
+bool contains(const Rec* outer, const Rec* inner) {
+  return outer != inner && outer->ts <= inner->ts &&
+         outer->ts + outer->dur + 1.0 >= inner->ts + inner->dur;
+}
+
+// The parsed trace, sorted, and the indexes the steps below read.
+struct Trace {
+  Trace(const std::vector<std::string>& names, const std::vector<Rec>& recs)
+      : names(names), recs(recs) {}
+  const std::vector<std::string>& names;
+  const std::vector<Rec>& recs;  // by start; outer before inner at equal starts
+  std::vector<Rec> steps;        // the ProfilerStep windows
+  std::vector<Interval> busy;    // when the GPU ran anything (kernels, copies, sets), merged
+  std::map<uint32_t, double> kernel_time;           // by kernel name
+  std::unordered_map<int64_t, uint32_t> op_of_ext;  // an op's External id -> its name
+  std::vector<const Rec*> ops, frames, syncs;       // the loop thread's ops, Python frames, syncs
+  bool cuda = false;
+};
+
+// Sorts the records and indexes them. The loop thread is the one with the most steps.
+Trace index_trace(std::vector<Rec>& recs, const std::vector<std::string>& names) {
   std::sort(recs.begin(), recs.end(), [](const Rec& a, const Rec& b) {
     return a.ts != b.ts ? a.ts < b.ts : a.dur > b.dur;  // outer before inner at equal starts
   });
-
-  std::vector<Rec> steps;
+  Trace t(names, recs);
   std::map<uint32_t, int> step_tids;
   std::vector<Interval> gpu;
-  std::vector<double> kernel_durs;
-  std::unordered_map<int64_t, uint32_t> op_of_ext;
-  std::map<uint32_t, double> kernel_time;  // by kernel name
   for (const auto& r : recs) {
-    if (r.kind == kStep) steps.push_back(r), ++step_tids[r.tid];
+    if (r.kind == kStep) t.steps.push_back(r), ++step_tids[r.tid];
     if (r.kind == kKernel || r.kind == kMemcpy || r.kind == kMemset) {
       gpu.push_back({r.ts, r.ts + r.dur});
-      f.cuda = true;
+      t.cuda = true;
     }
-    if (r.kind == kKernel) kernel_time[r.name] += r.dur;
-    if (r.kind == kCpuOp && r.ext != 0) op_of_ext.emplace(r.ext, r.name);
+    if (r.kind == kKernel) t.kernel_time[r.name] += r.dur;
+    if (r.kind == kCpuOp && r.ext != 0) t.op_of_ext.emplace(r.ext, r.name);
   }
-  if (steps.empty()) return Error::permanent("the trace has no ProfilerStep windows");
+  if (t.steps.empty()) return t;
   uint32_t main_tid = std::max_element(step_tids.begin(), step_tids.end(), [](auto& a, auto& b) {
                         return a.second < b.second;
                       })->first;
-  auto busy = merge(gpu);
-  f.steps = static_cast<int>(steps.size());
-
-  // The loop thread's ops, syncs and own frames, for the per-step passes.
-  std::vector<const Rec*> ops, frames, syncs;
+  t.busy = merge(gpu);
   for (const auto& r : recs) {
     if (r.tid != main_tid) continue;
-    if (r.kind == kCpuOp) ops.push_back(&r);
-    if (r.kind == kPy) frames.push_back(&r);
-    if (r.kind == kSyncCall || (r.kind == kCpuOp && is_sync_op(names[r.name]))) syncs.push_back(&r);
+    if (r.kind == kCpuOp) t.ops.push_back(&r);
+    if (r.kind == kPy) t.frames.push_back(&r);
+    if (r.kind == kSyncCall || (r.kind == kCpuOp && is_sync_op(names[r.name])))
+      t.syncs.push_back(&r);
   }
-  // 1 us of slack: the legacy profiler rounds start and duration to whole microseconds, so a
-  // child can seem to end just after its parent.
-  auto contains = [](const Rec* outer, const Rec* inner) {
-    return outer != inner && outer->ts <= inner->ts &&
-           outer->ts + outer->dur + 1.0 >= inner->ts + inner->dur;
-  };
+  return t;
+}
 
-  double total_step = 0, total_busy = 0, total_fetch_idle = 0, total_sync_idle = 0,
-         total_inside_idle = 0, total_fetch = 0;
-  int total_kernels = 0, total_syncs = 0, total_ops = 0;
-  std::map<std::pair<std::string, std::string>, SyncSite> sites;
-  std::vector<double> step_lengths;
-  for (const auto& s : steps) {
-    const double a = s.ts, b = s.ts + s.dur;
-    total_step += s.dur;
-    step_lengths.push_back(s.dur);
-    std::vector<Interval> fetch;
-    std::vector<const Rec*> step_syncs;
-    for (const Rec* o : ops) {
-      if (o->ts < a || o->ts >= b) continue;
-      ++total_ops;
-      if (starts_with(names[o->name], "enumerate(DataLoader)"))
-        fetch.push_back({o->ts, std::min(b, o->ts + o->dur)});
-    }
-    fetch = merge(fetch);
-    for (const auto& i : fetch) total_fetch += i.second - i.first;
-    for (const Rec* y : syncs)
-      if (y->ts >= a && y->ts < b) step_syncs.push_back(y);
-    // Only the outermost of nested syncs counts (aten::item holds _local_scalar_dense, which
-    // holds cudaStreamSynchronize).
-    std::vector<const Rec*> outer;
-    for (const Rec* y : step_syncs) {
-      bool inner = false;
-      for (const Rec* z : step_syncs)
-        inner = inner || (contains(z, y) && !(z->ts == y->ts && z->dur == y->dur && z > y));
-      if (!inner) outer.push_back(y);
-    }
-    // With CUDA, an aten::item on a CPU tensor (a loader's transform, say) waits for nothing:
-    // only ops that hold a sync call count there.
-    if (f.cuda) {
-      std::vector<const Rec*> real;
-      for (const Rec* y : outer) {
-        bool holds = y->kind == kSyncCall;
-        for (const Rec* z : step_syncs) holds = holds || (z->kind == kSyncCall && contains(y, z));
-        if (holds) real.push_back(y);
-      }
-      outer = std::move(real);
-    }
-    total_syncs += static_cast<int>(outer.size());
-    for (const auto& i : busy) total_busy += overlap(i, a, b);
-    for (const auto& r : recs)
-      if (r.kind == kKernel && r.ts >= a && r.ts < b) ++total_kernels, kernel_durs.push_back(r.dur);
-
-    // GPU-idle gaps of this step: while fetching the next batch, after a sync, or otherwise.
-    std::vector<double> sync_idle(outer.size(), 0);
-    if (f.cuda) {
-      auto first =
-          std::lower_bound(busy.begin(), busy.end(), Interval{a, a},
-                           [](const Interval& x, const Interval& y) { return x.second < y.first; });
-      double cursor = a;
-      std::vector<Interval> gaps;
-      for (auto it = first; it != busy.end() && it->first < b; ++it) {
-        if (it->first > cursor) gaps.push_back({cursor, it->first});
-        cursor = std::max(cursor, it->second);
-      }
-      if (cursor < b) gaps.push_back({cursor, b});
-      for (const auto& g : gaps) {
-        double len = g.second - g.first, in_fetch = 0;
-        for (const auto& fi : fetch) in_fetch += overlap(fi, g.first, g.second);
-        double rest = len - in_fetch;
-        // The first sync that overlaps the gap owns the idle from its start to the gap's end.
-        for (size_t k = 0; k < outer.size() && rest > 0; ++k) {
-          const Rec* y = outer[k];
-          if (y->ts <= g.second && y->ts + y->dur >= g.first) {
-            double from = std::max(g.first, y->ts);
-            double idle = g.second - from;
-            for (const auto& fi : fetch) idle -= overlap(fi, from, g.second);
-            idle = std::clamp(idle, 0.0, rest);
-            sync_idle[k] += idle;
-            rest -= idle;
-            break;
-          }
-        }
-        total_fetch_idle += in_fetch;
-        total_inside_idle += rest;
-      }
-    }
-    for (size_t k = 0; k < outer.size(); ++k) {
-      const Rec* y = outer[k];
-      total_sync_idle += sync_idle[k];
-      std::string what = names[y->name];
-      if (y->kind == kSyncCall) {  // name the op it ran in: aten::to, aten::copy_, ...
-        for (const Rec* o : ops)
-          if (contains(o, y) && starts_with(names[o->name], "aten::")) {
-            what += " in " + names[o->name];
-            break;
-          }
-      }
-      std::string site;
-      const Rec* best = nullptr;
-      for (const Rec* p : frames)
-        if (p->ts <= y->ts && p->ts + p->dur >= y->ts + y->dur && (!best || p->ts >= best->ts))
-          best = p;
-      if (best) site = names[best->name];
-      auto& entry = sites[{what, site}];
-      entry.what = what, entry.site = site;
-      ++entry.count;
-      entry.gpu_idle_us += sync_idle[k];
-    }
+// The syncs of a step that count: only the outermost of nested ones (aten::item holds
+// _local_scalar_dense, which holds cudaStreamSynchronize); with CUDA, only those that hold a
+// sync call (an aten::item on a CPU tensor, a loader's transform say, waits for nothing).
+std::vector<const Rec*> counted_syncs(const std::vector<const Rec*>& step_syncs, bool cuda) {
+  std::vector<const Rec*> outer;
+  for (const Rec* y : step_syncs) {
+    bool inner = false;
+    for (const Rec* z : step_syncs)
+      inner = inner || (contains(z, y) && !(z->ts == y->ts && z->dur == y->dur && z > y));
+    if (!inner) outer.push_back(y);
   }
+  if (!cuda) return outer;
+  std::vector<const Rec*> real;
+  for (const Rec* y : outer) {
+    bool holds = y->kind == kSyncCall;
+    for (const Rec* z : step_syncs) holds = holds || (z->kind == kSyncCall && contains(y, z));
+    if (holds) real.push_back(y);
+  }
+  return real;
+}
+
+// Sums over every step.
+struct StepTotals {
+  double step = 0, busy = 0, fetch_idle = 0, sync_idle = 0, inside_idle = 0, fetch = 0;
+  int kernels = 0, syncs = 0, ops = 0;
+  std::map<std::pair<std::string, std::string>, SyncSite> sites;  // by what and where
+  std::vector<double> kernel_durs;
+};
+
+// The GPU-idle gaps of the step [a, b), each split into the time spent fetching the next batch,
+// the time after a sync (the first sync that overlaps a gap owns the idle from its start to the
+// gap's end) and the rest. Returns each sync's share, in the order of `syncs`.
+std::vector<double> split_idle(const Trace& t, double a, double b,
+                               const std::vector<Interval>& fetch,
+                               const std::vector<const Rec*>& syncs, StepTotals& tot) {
+  std::vector<double> sync_idle(syncs.size(), 0);
+  if (!t.cuda) return sync_idle;
+  auto first =
+      std::lower_bound(t.busy.begin(), t.busy.end(), Interval{a, a},
+                       [](const Interval& x, const Interval& y) { return x.second < y.first; });
+  double cursor = a;
+  std::vector<Interval> gaps;
+  for (auto it = first; it != t.busy.end() && it->first < b; ++it) {
+    if (it->first > cursor) gaps.push_back({cursor, it->first});
+    cursor = std::max(cursor, it->second);
+  }
+  if (cursor < b) gaps.push_back({cursor, b});
+  for (const auto& g : gaps) {
+    double len = g.second - g.first, in_fetch = 0;
+    for (const auto& fi : fetch) in_fetch += overlap(fi, g.first, g.second);
+    double rest = len - in_fetch;
+    for (size_t k = 0; k < syncs.size() && rest > 0; ++k) {
+      const Rec* y = syncs[k];
+      if (y->ts <= g.second && y->ts + y->dur >= g.first) {
+        double from = std::max(g.first, y->ts);
+        double idle = g.second - from;
+        for (const auto& fi : fetch) idle -= overlap(fi, from, g.second);
+        idle = std::clamp(idle, 0.0, rest);
+        sync_idle[k] += idle;
+        rest -= idle;
+        break;
+      }
+    }
+    tot.fetch_idle += in_fetch;
+    tot.inside_idle += rest;
+  }
+  return sync_idle;
+}
+
+// Counts a sync where it was made: what it is (a sync call, with the aten op it ran in) and the
+// innermost Python frame around it, with the GPU idle it owns.
+void add_sync_site(const Trace& t, const Rec* y, double idle, StepTotals& tot) {
+  std::string what = t.names[y->name];
+  if (y->kind == kSyncCall) {  // name the op it ran in: aten::to, aten::copy_, ...
+    for (const Rec* o : t.ops)
+      if (contains(o, y) && starts_with(t.names[o->name], "aten::")) {
+        what += " in " + t.names[o->name];
+        break;
+      }
+  }
+  std::string site;
+  const Rec* best = nullptr;
+  for (const Rec* p : t.frames)
+    if (p->ts <= y->ts && p->ts + p->dur >= y->ts + y->dur && (!best || p->ts >= best->ts))
+      best = p;
+  if (best) site = t.names[best->name];
+  auto& entry = tot.sites[{what, site}];
+  entry.what = what, entry.site = site;
+  ++entry.count;
+  entry.gpu_idle_us += idle;
+}
+
+// One step's ops, batch fetches, syncs, kernels and GPU-idle gaps, into the totals.
+void add_step(const Trace& t, const Rec& s, StepTotals& tot) {
+  const double a = s.ts, b = s.ts + s.dur;
+  tot.step += s.dur;
+  std::vector<Interval> fetch;
+  for (const Rec* o : t.ops) {
+    if (o->ts < a || o->ts >= b) continue;
+    ++tot.ops;
+    if (starts_with(t.names[o->name], "enumerate(DataLoader)"))
+      fetch.push_back({o->ts, std::min(b, o->ts + o->dur)});
+  }
+  fetch = merge(fetch);
+  for (const auto& i : fetch) tot.fetch += i.second - i.first;
+  std::vector<const Rec*> step_syncs;
+  for (const Rec* y : t.syncs)
+    if (y->ts >= a && y->ts < b) step_syncs.push_back(y);
+  const std::vector<const Rec*> syncs = counted_syncs(step_syncs, t.cuda);
+  tot.syncs += static_cast<int>(syncs.size());
+  for (const auto& i : t.busy) tot.busy += overlap(i, a, b);
+  for (const auto& r : t.recs)
+    if (r.kind == kKernel && r.ts >= a && r.ts < b) ++tot.kernels, tot.kernel_durs.push_back(r.dur);
+  const std::vector<double> sync_idle = split_idle(t, a, b, fetch, syncs, tot);
+  for (size_t k = 0; k < syncs.size(); ++k) {
+    tot.sync_idle += sync_idle[k];
+    add_sync_site(t, syncs[k], sync_idle[k], tot);
+  }
+}
+
+// The per-step figures: step length, syncs and where they are made, ops, kernels, and the
+// shares of the step the GPU was busy, idle fetching, idle after a sync, or idle otherwise.
+void measure_steps(const Trace& t, TraceFacts& f) {
+  StepTotals tot;
+  for (const auto& s : t.steps) add_step(t, s, tot);
   const double n = f.steps;
-  f.step_us = total_step / n;
-  f.syncs_per_step = total_syncs / n;
-  f.cpu_ops_per_step = total_ops / n;
-  if (total_step > 0) {
-    f.fetch_share = total_fetch / total_step;
+  f.step_us = tot.step / n;
+  f.syncs_per_step = tot.syncs / n;
+  f.cpu_ops_per_step = tot.ops / n;
+  if (tot.step > 0) {
+    f.fetch_share = tot.fetch / tot.step;
     if (f.cuda) {
-      f.gpu_busy_share = total_busy / total_step;
-      f.idle_fetch_share = total_fetch_idle / total_step;
-      f.idle_sync_share = total_sync_idle / total_step;
-      f.idle_inside_share = total_inside_idle / total_step;
-      f.launches_per_s = total_kernels / (total_step / 1e6);
+      f.gpu_busy_share = tot.busy / tot.step;
+      f.idle_fetch_share = tot.fetch_idle / tot.step;
+      f.idle_sync_share = tot.sync_idle / tot.step;
+      f.idle_inside_share = tot.inside_idle / tot.step;
+      f.launches_per_s = tot.kernels / (tot.step / 1e6);
     }
   }
-  for (auto& [key, site] : sites) f.sync_sites.push_back(site);
+  for (auto& [key, site] : tot.sites) f.sync_sites.push_back(site);
   std::sort(f.sync_sites.begin(), f.sync_sites.end(), [](const SyncSite& x, const SyncSite& y) {
     return x.gpu_idle_us != y.gpu_idle_us ? x.gpu_idle_us > y.gpu_idle_us : x.count > y.count;
   });
-  f.kernels_per_step = total_kernels / n;
-  if (!kernel_durs.empty()) {
-    auto mid = kernel_durs.begin() + static_cast<long>(kernel_durs.size() / 2);
-    std::nth_element(kernel_durs.begin(), mid, kernel_durs.end());
+  f.kernels_per_step = tot.kernels / n;
+  if (!tot.kernel_durs.empty()) {
+    auto mid = tot.kernel_durs.begin() + static_cast<long>(tot.kernel_durs.size() / 2);
+    std::nth_element(tot.kernel_durs.begin(), mid, tot.kernel_durs.end());
     f.median_kernel_us = *mid;
   }
+}
 
-  // GEMM/convolution time by precision, as shares of the GPU's busy time.
+// GEMM/convolution time by precision, as shares of the GPU's busy time.
+void add_gemm_shares(const Trace& t, TraceFacts& f) {
   double busy_all = 0;
-  for (const auto& i : busy) busy_all += i.second - i.first;
+  for (const auto& i : t.busy) busy_all += i.second - i.first;
   std::map<std::string, double> by_precision;
   double fp32_top = 0;
-  for (const auto& [id, us] : kernel_time) {
-    std::string p = gemm_precision(names[id]);
+  for (const auto& [id, us] : t.kernel_time) {
+    std::string p = gemm_precision(t.names[id]);
     if (p.empty()) continue;
     by_precision[p] += us;
-    if (p == "fp32" && us > fp32_top) fp32_top = us, f.top_fp32_kernel = names[id];
+    if (p == "fp32" && us > fp32_top) fp32_top = us, f.top_fp32_kernel = t.names[id];
   }
   if (busy_all > 0) {
     for (const auto& [p, us] : by_precision) {
@@ -522,63 +550,91 @@ Result<TraceFacts> read_trace(std::istream& in, size_t max_events) {
     }
     if (by_precision.count("fp32")) f.fp32_gemm_share = by_precision["fp32"] / busy_all;
   }
+}
 
-  // Top ops: self CUDA time through the kernels' External id; without CUDA, self CPU time.
+// The five ops that take most per step: self CUDA time through the kernels' External id;
+// without CUDA, self CPU time.
+void add_top_ops(const Trace& t, TraceFacts& f) {
   std::map<std::string, double> op_time;
   if (f.cuda) {
-    for (const auto& r : recs) {
+    for (const auto& r : t.recs) {
       if (r.kind != kKernel) continue;
-      auto it = op_of_ext.find(r.ext);
-      op_time[it == op_of_ext.end() ? std::string("(no op)") : names[it->second]] += r.dur;
+      auto it = t.op_of_ext.find(r.ext);
+      op_time[it == t.op_of_ext.end() ? std::string("(no op)") : t.names[it->second]] += r.dur;
     }
   } else {
     std::vector<const Rec*> stack;
-    for (const Rec* o : ops) {
+    for (const Rec* o : t.ops) {
       while (!stack.empty() && !contains(stack.back(), o)) stack.pop_back();
-      op_time[names[o->name]] += o->dur;
-      if (!stack.empty()) op_time[names[stack.back()->name]] -= o->dur;
+      op_time[t.names[o->name]] += o->dur;
+      if (!stack.empty()) op_time[t.names[stack.back()->name]] -= o->dur;
       stack.push_back(o);
     }
   }
   std::vector<TopOp> top;
-  for (const auto& [name, us] : op_time) top.push_back({name, us / n});
+  for (const auto& [name, us] : op_time) top.push_back({name, us / f.steps});
   std::sort(top.begin(), top.end(),
             [](const TopOp& x, const TopOp& y) { return x.us_per_step > y.us_per_step; });
   if (top.size() > 5) top.resize(5);
   f.top_ops = top;
+}
 
-  // The median-length step, for the report's timeline.
-  std::vector<size_t> order(steps.size());
+// The median-length step, for the report's timeline: its top-level ops, batch fetches, GPU
+// busy time and outermost syncs, coarsened to what an 800-px drawing shows.
+void add_timeline(const Trace& t, TraceFacts& f) {
+  std::vector<size_t> order(t.steps.size());
   for (size_t i = 0; i < order.size(); ++i) order[i] = i;
   std::sort(order.begin(), order.end(),
-            [&](size_t x, size_t y) { return steps[x].dur < steps[y].dur; });
-  const Rec& ms = steps[order[order.size() / 2]];
+            [&](size_t x, size_t y) { return t.steps[x].dur < t.steps[y].dur; });
+  const Rec& ms = t.steps[order[order.size() / 2]];
   const double a = ms.ts, b = ms.ts + ms.dur;
-  StepTimeline& t = f.timeline;
-  t.step_us = ms.dur;
+  StepTimeline& line = f.timeline;
+  line.step_us = ms.dur;
   std::vector<Interval> cpu_rows, gpu_rows, fetch_rows;
   std::vector<const Rec*> top_level;
-  for (const Rec* o : ops) {
+  for (const Rec* o : t.ops) {
     if (o->ts < a || o->ts >= b) continue;
     if (!top_level.empty() && contains(top_level.back(), o)) continue;
     top_level.push_back(o);
     cpu_rows.push_back({o->ts - a, std::min(b, o->ts + o->dur) - a});
-    if (starts_with(names[o->name], "enumerate(DataLoader)"))
+    if (starts_with(t.names[o->name], "enumerate(DataLoader)"))
       fetch_rows.push_back({o->ts - a, std::min(b, o->ts + o->dur) - a});
   }
-  for (const auto& i : busy)
+  for (const auto& i : t.busy)
     if (i.second > a && i.first < b)
       gpu_rows.push_back({std::max(i.first, a) - a, std::min(i.second, b) - a});
   const double px = ms.dur / 800.0;  // one pixel of an 800-px drawing
-  t.cpu = coarsen(cpu_rows, px, 400);
-  t.gpu = coarsen(gpu_rows, px, 400);
-  t.fetch = merge(fetch_rows);
-  for (const Rec* y : syncs) {
+  line.cpu = coarsen(cpu_rows, px, 400);
+  line.gpu = coarsen(gpu_rows, px, 400);
+  line.fetch = merge(fetch_rows);
+  for (const Rec* y : t.syncs) {
     if (y->ts < a || y->ts >= b) continue;
     bool inner = false;
-    for (const Rec* z : syncs) inner = inner || (contains(z, y) && z->ts < y->ts);
-    if (!inner && t.syncs.size() < 200) t.syncs.push_back({y->ts - a, names[y->name]});
+    for (const Rec* z : t.syncs) inner = inner || (contains(z, y) && z->ts < y->ts);
+    if (!inner && line.syncs.size() < 200) line.syncs.push_back({y->ts - a, t.names[y->name]});
   }
+}
+
+}  // namespace
+
+// The steps, in order: parse (SAX, bounded), index, the per-step figures, GEMM precision, the
+// top ops, the median step's timeline.
+Result<TraceFacts> read_trace(std::istream& in, size_t max_events) {
+  ArgsAwareCollector c(max_events);
+  bool ok = nlohmann::json::sax_parse(in, &c, nlohmann::json::input_format_t::json, true, true);
+  if (!ok) return Error::permanent(c.error_.empty() ? "not a Chrome trace" : c.error_);
+  TraceFacts f;
+  f.events = c.events_;
+  f.kept = c.recs_.size();
+  f.truncated = c.truncated_;
+  const Trace t = index_trace(c.recs_, c.names_);
+  f.cuda = t.cuda;
+  if (t.steps.empty()) return Error::permanent("the trace has no ProfilerStep windows");
+  f.steps = static_cast<int>(t.steps.size());
+  measure_steps(t, f);
+  add_gemm_shares(t, f);
+  add_top_ops(t, f);
+  add_timeline(t, f);
   if (!f.cuda)
     f.note =
         "CPU-only trace: GPU busy time, the GPU idle after syncs, kernels and their "

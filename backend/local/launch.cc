@@ -49,6 +49,7 @@ using std::is_convertible;
 
 #include "backend/local/launch.h"
 #include "core/job.h"
+#include "core/pidfd.h"
 
 namespace nodus::backend::local {
 namespace {
@@ -286,7 +287,7 @@ Result<Launched> launch(const LaunchRequest& request) {
     return exec_error(command, ec.value());
   }
   out.pid = launcher.pid;
-  out.pidfd = static_cast<int>(::syscall(SYS_pidfd_open, out.pid, 0));
+  out.pidfd = pidfd_open(out.pid);
   if (out.pidfd < 0) {
     int err = errno;
     ::kill(out.pid, SIGKILL);
