@@ -18,12 +18,12 @@
 #include "backend/local/log_streams.h"
 #include "cli/args.h"
 #include "cli/common.h"
-#include "cli/sweep_command.h"
 #include "core/error.h"
 #include "core/files.h"
 #include "core/parse.h"
 #include "core/text.h"
 #include "engine/supervisor.h"
+#include "engine/sweep_session.h"
 #include "store/store.h"
 #include "sweep/grid.h"
 
@@ -323,7 +323,7 @@ struct LogsCommand {
   int sweep_log(store::Store& store) const {
     auto sweep = store.find_sweep(id);
     if (!sweep) throw Fatal("unknown sweep '" + escape_control(id) + "': see nodus sweeps");
-    std::string path = sweep_log_path(store, sweep->id);
+    std::string path = engine::sweep_log_path(store, sweep->id);
     int fd = open_log("sweep " + id, path);
     if (fd < 0)
       throw Fatal("sweep " + id + " ran attached (its events went to its terminal); each cell's " +

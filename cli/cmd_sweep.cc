@@ -27,12 +27,11 @@
 #include "core/secret.h"
 #include "core/strings.h"
 #include "engine/reconcile.h"
-#include "engine/signals.h"
 #include "engine/stop_controller.h"
 #include "engine/supervisor_process.h"
 #include "engine/sweep_plan.h"
-#include "engine/sweep_progress.h"
 #include "engine/sweep_runner.h"
+#include "engine/sweep_session.h"
 #include "sweep/cell_key.h"
 #include "sweep/compare.h"
 #include "sweep/grid.h"
@@ -42,9 +41,6 @@
 
 namespace nodus::cli {
 namespace {
-
-// How long past its grace a resume waits for a dead sweep's cell to record its end.
-constexpr std::chrono::milliseconds kCellSettleSlack{10'000};
 
 struct SweepFlags {
   RunFlags run;
@@ -268,14 +264,6 @@ void restore_flags(SweepFlags& f, const store::SweepRecord& sweep,
   if (f.budget.empty()) f.budget = d.value("budget", "");
 }
 
-int exit_for(const std::string& state) {
-  if (state == "completed") return 0;
-  if (state == "interrupted") return exit_code::kInterrupted;
-  if (state == "stopped") return exit_code::kStopped;
-  if (state == "budget" || state == "cost-cap") return exit_code::kCostCap;
-  return 1;
-}
-
 // A sweep ready to run: its cells and what the runner needs.
 struct Plan {
   engine::JobRequest request;
@@ -404,23 +392,7 @@ struct SweepCommand {
     std::optional<store::SweepRecord> resumed;
     if (!f.resume.empty()) {
       store = open_store();
-      resumed = store->find_sweep(f.resume);
-      if (!resumed) throw Fatal("--resume: unknown sweep '" + f.resume + "': see nodus sweeps");
-      if (!resumed->damaged.empty())
-        throw Fatal("--resume " + sweep_label(*resumed) + ": " + resumed->damaged +
-                    "; it cannot be resumed: run the sweep's command again");
-      if (resumed->state == "running" &&
-          store::process_alive(resumed->supervisor_pid, resumed->supervisor_start))
-        throw Fatal("--resume " + sweep_label(*resumed) + ": the sweep is still running (pid " +
-                    std::to_string(resumed->supervisor_pid) + "); nodus stop " + f.resume +
-                    " first, or nodus wait " + f.resume);
-      // Its cells may still be stopping (the sweep died first): their bills are not in yet.
-      auto stopping = engine::wait_for_sweep_cells(*store, resumed->id, kCellSettleSlack);
-      if (!stopping.empty())
-        throw Fatal("--resume " + sweep_label(*resumed) + ": job " +
-                    std::to_string(stopping.front()) +
-                    " of the sweep is still being stopped by its supervisor; nodus wait " +
-                    std::to_string(stopping.front()) + ", then resume");
+      resumed = engine::resumable_sweep(*store, f.resume);
       if (f.run.command.empty()) restore_flags(f, *resumed);
     }
     Plan p = plan();
@@ -448,16 +420,9 @@ struct SweepCommand {
       sweep.budget = p.budget;
       sweep.created_at = unix_now();
     }
-    if (f.detach) return detach(*store, sweep, p, resumed.has_value());
-    sweep.state = "running";
-    sweep.ended_at.reset();
-    sweep.supervisor_pid = getpid();
-    sweep.supervisor_start = store::process_start_time(sweep.supervisor_pid);
-    if (resumed)
-      store->update_sweep(sweep);
-    else
-      sweep.id = store->insert_sweep(sweep);
-    std::string state = execute(*store, sweep, p, is_tty(2) && !std::getenv("CI"));
+    if (f.detach) return detach(*store, sweep, p);
+    std::string state =
+        engine::run_sweep(*store, sweep, p.cells, settings(p), is_tty(2) && !std::getenv("CI"));
     print_sweep(*store, sweep, {f.sort, f.objective, {}}, format);
     if (state != "completed")
       std::fprintf(stderr,
@@ -465,7 +430,7 @@ struct SweepCommand {
                    "not complete\n",
                    sweep_label(sweep).c_str(), state.c_str(),
                    ("s" + std::to_string(sweep.id)).c_str());
-    return exit_for(state);
+    return engine::sweep_exit_code(state);
   }
 
   // --save FILE: the spec file this command line means (checked: it planned), nothing run.
@@ -515,15 +480,8 @@ struct SweepCommand {
                  f.save.c_str(), p.cells.size(), f.save.c_str());
   }
 
-  // Runs the planned cells of a sweep whose row says this process supervises it.
-  std::string execute(store::Store& store, store::SweepRecord& sweep, Plan& p, bool live) {
-    for (auto& c : p.cells)
-      if (!c.done)
-        c.job.name = (sweep.name.empty() ? "s" + std::to_string(sweep.id) : sweep.name) + "-" +
-                     std::to_string(c.index + 1);
-    engine::SignalWatch signals;
-    engine::SweepProgress progress(sweep_label(sweep), live, live && use_color(2));
-    engine::SweepRunner runner(store, signals, progress);
+  // What the runner needs beyond the cells.
+  engine::SweepSettings settings(const Plan& p) const {
     engine::SweepSettings settings;
     settings.parallel = p.parallel;
     settings.budget = p.budget;
@@ -531,45 +489,18 @@ struct SweepCommand {
     settings.stop_early = f.stop_early;
     settings.throughput_metric = f.run.throughput;
     if (auto w = telemetry::parse_warmup(f.run.warmup)) settings.warmup_s = w->seconds.value_or(0);
-    std::string state = runner.run(sweep, p.cells, settings);
-    sweep.state = state;
-    sweep.ended_at = unix_now();
-    store.update_sweep(sweep);
-    return state;
+    return settings;
   }
 
   // `sweep -d`: the sweep's row is written here, its supervisor (`nodus __supervise`, in a
   // session of its own, the same process a detached `run` uses) plans and runs it.
-  int detach(store::Store& store, store::SweepRecord& sweep, const Plan& p, bool resumed) {
-    sweep.state = "starting";
-    sweep.ended_at.reset();
-    sweep.supervisor_pid = 0;
-    sweep.supervisor_start = 0;
-    if (resumed)
-      store.update_sweep(sweep);
-    else
-      sweep.id = store.insert_sweep(sweep);
+  int detach(store::Store& store, store::SweepRecord& sweep, const Plan& p) {
     engine::Ticket ticket;
-    ticket.sweep_id = sweep.id;
     ticket.env = p.request.env;
     ticket.argv = p.request.argv;  // the store keeps the template redacted
     ticket.pricing = pricing_of(f.run, /*stored=*/false);
     if (p.inventory) ticket.inventory = *p.inventory;
-    auto spawned = value_or_throw(engine::spawn_supervisor(ticket));
-    std::string status = engine::read_status_line(spawned.status_fd);
-    close(spawned.status_fd);
-    if (status != "running") {
-      sweep.state = "failed";
-      sweep.ended_at = unix_now();
-      store.update_sweep(sweep);
-      if (status.rfind("error ", 0) == 0) {
-        std::string rest = status.substr(6);
-        int code = std::atoi(rest.c_str());
-        throw Fatal(rest.substr(rest.find(' ') + 1), code ? code : exit_code::kNodusError);
-      }
-      throw Fatal("the supervisor of sweep s" + std::to_string(sweep.id) +
-                  " exited before starting it");
-    }
+    engine::detach_sweep(store, sweep, ticket);
     std::printf("s%lld\n", static_cast<long long>(sweep.id));
     std::fprintf(stderr,
                  "nodus: sweep s%lld runs in the background: nodus show s%lld, nodus logs s%lld, "
@@ -622,7 +553,7 @@ int supervise_sweep(const engine::Ticket& ticket,
   store::SweepRecord sweep = *found;
   // What the sweep prints as it runs goes to its log (`nodus logs SWEEP`): the terminal it was
   // started from may be gone.
-  std::string log = sweep_log_path(*store, sweep.id);
+  std::string log = engine::sweep_log_path(*store, sweep.id);
   (void)ensure_private_folder(store->folder() + "/logs", false);  // no job may have made it yet
   int fd = open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0600);
   if (fd >= 0) {
@@ -639,24 +570,13 @@ int supervise_sweep(const engine::Ticket& ticket,
     return exit_code::kNodusError;
   }
   engine::mark_done(p.cells, store->sweep_cells(sweep.id));
-  sweep.state = "running";
-  sweep.ended_at.reset();
-  sweep.supervisor_pid = getpid();
-  sweep.supervisor_start = store::process_start_time(sweep.supervisor_pid);
-  store->update_sweep(sweep);
-  status("running");
   std::fprintf(stderr, "nodus: sweep %s started in the background (pid %d): %zu runs\n",
                sweep_label(sweep).c_str(), static_cast<int>(getpid()), p.cells.size());
-  std::string state = cmd.execute(*store, sweep, p, false);
+  std::string state = engine::run_sweep(*store, sweep, p.cells, cmd.settings(p), false,
+                                        [&status] { status("running"); });
   std::fprintf(stderr, "nodus: sweep %s ended %s\n", sweep_label(sweep).c_str(), state.c_str());
-  return exit_for(state);
+  return engine::sweep_exit_code(state);
 }
-
-std::string sweep_log_path(store::Store& store, int64_t sweep_id) {
-  return store.folder() + "/logs/sweep-" + std::to_string(sweep_id) + ".log";
-}
-
-int sweep_exit_code(const std::string& state) { return exit_for(state); }
 
 Command add_sweep(CLI::App& app) {
   auto cmd = std::make_shared<SweepCommand>();

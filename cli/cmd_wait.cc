@@ -12,11 +12,11 @@
 #include "cli/common.h"
 #include "cli/job_views.h"
 #include "cli/live_status.h"
-#include "cli/sweep_command.h"
 #include "cli/sweep_views.h"
 #include "core/error.h"
 #include "core/text.h"
 #include "engine/reconcile.h"
+#include "engine/sweep_session.h"
 
 namespace nodus::cli {
 
@@ -73,7 +73,7 @@ struct WaitCommand {
       if (now->state != "running" && now->state != "starting") {
         std::fprintf(stderr, "nodus: sweep %s %s, total %s\n", sweep_label(*now).c_str(),
                      now->state.c_str(), format_usd(store.sweep_spent(now->id)).c_str());
-        return sweep_exit_code(now->state);
+        return engine::sweep_exit_code(now->state);
       }
       bool alive = now->supervisor_pid != 0 &&
                    store::process_alive(now->supervisor_pid, now->supervisor_start);

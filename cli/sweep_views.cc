@@ -11,11 +11,6 @@
 
 namespace nodus::cli {
 
-std::string sweep_label(const store::SweepRecord& sweep) {
-  std::string id = "s" + std::to_string(sweep.id);
-  return sweep.name.empty() ? id : id + " (" + sweep.name + ")";
-}
-
 std::string sweep_objective(const store::SweepRecord& sweep, const std::string& flag) {
   return flag.empty() ? sweep.definition->value("objective", "") : flag;
 }

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "core/table.h"
+#include "engine/sweep_session.h"
 #include "store/store.h"
 
 namespace nodus::cli {
@@ -26,6 +27,6 @@ void print_sweep(store::Store& store, const store::SweepRecord& sweep, const Swe
 std::string sweep_objective(const store::SweepRecord& sweep, const std::string& flag);
 
 // "s12" or "s12 (name)".
-std::string sweep_label(const store::SweepRecord& sweep);
+using engine::sweep_label;  // "s12 (name)" (engine/sweep_session.h)
 
 }  // namespace nodus::cli

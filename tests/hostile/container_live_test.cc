@@ -326,9 +326,19 @@ TEST(LiveContainer, AfterSigkillOfNodusTheNextCommandRemovesTheContainersCgroups
   // goes with the next command that reconciles the store.
   auto ps = home.run({"ps", "-a"});
   EXPECT_EQ(ps.code, 0) << ps.err;
-  std::string left;
-  for (const auto& f : cgroup_folders_named(name)) left += f + "\n";
-  EXPECT_EQ(left, "") << "cgroups left after `nodus ps`";
+  std::string left, held;
+  for (const auto& f : cgroup_folders_named(name)) {
+    left += f + "\n";
+    // What still holds it, if anything: `pid comm` of each process in it.
+    std::ifstream procs(f + "/cgroup.procs");
+    for (std::string pid; std::getline(procs, pid);) {
+      std::ifstream comm("/proc/" + pid + "/comm");
+      std::string c;
+      std::getline(comm, c);
+      held += "  " + f + ": " + pid + " " + c + "\n";
+    }
+  }
+  EXPECT_EQ(left, "") << "cgroups left after `nodus ps`; held by:\n" << held;
   for (const auto& f : cgroup_folders_named(name)) ::rmdir(f.c_str());
   clean_up(marker, m.word);
 }
