@@ -119,6 +119,17 @@ void end_stopped_supervisors(store::Store& store, const std::vector<JobRecord>& 
   }
 }
 
+// The job as the store has it now, when its supervisor is gone and it has not ended; nullopt
+// otherwise. `job` was read before the supervisor was looked at: one that recorded its job's end
+// and exited in between is dead now, its final row already in, and must not be taken for a job
+// nobody supervises (it would be killed, billed to now or refreshed over its final row).
+std::optional<JobRecord> unsupervised(store::Store& store, const JobRecord& job) {
+  if (store::process_alive(job.supervisor_pid, job.supervisor_start)) return std::nullopt;
+  auto now = store.job(job.id);
+  if (!now || is_final(now->state)) return std::nullopt;
+  return now;
+}
+
 void reconcile_local_cgroups(store::Store& store, const std::vector<JobRecord>& active) {
   struct Killed {
     int64_t id;
@@ -126,17 +137,17 @@ void reconcile_local_cgroups(store::Store& store, const std::vector<JobRecord>& 
     double at;  // when it was killed: it ran until then
   };
   std::vector<Killed> killed;
-  for (const JobRecord& job : active) {
-    if (job.backend != "local") continue;
-    const std::string cgroup = cgroup_from_note(job.note);
-    if (cgroup.empty()) continue;
-    if (store::process_alive(job.supervisor_pid, job.supervisor_start)) continue;
+  for (const JobRecord& listed : active) {
+    if (listed.backend != "local" || cgroup_from_note(listed.note).empty()) continue;
+    auto job = unsupervised(store, listed);
+    if (!job) continue;
+    const std::string cgroup = cgroup_from_note(job->note);
     // A live sentinel kills the tree itself on its supervisor's death; doing the same here is
     // harmless (cgroup.kill is idempotent) and covers the sentinel being gone too.
     if (exists(cgroup) && cgroup_populated_path(cgroup))
-      killed.push_back({job.id, kill_orphan(job, cgroup), unix_now()});
+      killed.push_back({job->id, kill_orphan(*job, cgroup), unix_now()});
     else if (exists(cgroup))
-      remove_cgroup(job, cgroup);
+      remove_cgroup(*job, cgroup);
   }
   store.reconcile_dead_supervisors();  // lost, billed to the heartbeat, never past the cap
   for (const Killed& k : killed) {
@@ -198,9 +209,11 @@ void reconcile(store::Store& store) {
   active = store.active_jobs();
   reconcile_local_cgroups(store, active);
   std::unique_ptr<backend::Backend> slurm;
-  for (auto& job : active) {
-    if (job.backend == "local") continue;
-    if (store::process_alive(job.supervisor_pid, job.supervisor_start)) continue;
+  for (const JobRecord& listed : active) {
+    if (listed.backend == "local") continue;
+    auto found = unsupervised(store, listed);
+    if (!found) continue;
+    JobRecord& job = *found;
     if (!slurm) slurm = backend::make_backend(job.backend);
     auto changed = slurm->refresh(job);
     if (changed.ok() && *changed) {
