@@ -4,7 +4,6 @@
 
 #include <chrono>
 #include <cstdio>
-#include <cstdlib>
 
 #include "core/config.h"
 #include "core/error.h"
@@ -82,17 +81,13 @@ void detach_sweep(store::Store& store, store::SweepRecord& sweep, Ticket ticket)
     sweep.id = store.insert_sweep(sweep);
   ticket.sweep_id = sweep.id;
   auto spawned = value_or_throw(spawn_supervisor(ticket));
-  std::string status = read_status_line(spawned.status_fd);
+  const LaunchStatus status = parse_status_line(read_status_line(spawned.status_fd));
   close(spawned.status_fd);
-  if (status == "running") return;
+  if (status.kind == LaunchStatus::Kind::kRunning) return;
   sweep.state = "failed";
   sweep.ended_at = unix_now();
   store.update_sweep(sweep);
-  if (status.rfind("error ", 0) == 0) {
-    std::string rest = status.substr(6);
-    int code = std::atoi(rest.c_str());
-    throw Fatal(rest.substr(rest.find(' ') + 1), code ? code : exit_code::kNodusError);
-  }
+  if (status.kind == LaunchStatus::Kind::kError) throw Fatal(status.message, status.code);
   throw Fatal("the supervisor of sweep s" + std::to_string(sweep.id) +
               " exited before starting it");
 }
