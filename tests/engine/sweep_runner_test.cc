@@ -1,6 +1,7 @@
 // engine::SweepRunner driving whole sweeps, without real jobs: each cell's supervisor is a
-// process of its own, as in `nodus sweep`, forked from the test and running the real
-// supervise_job over a FakeBackend (tests/engine/fake_backend.h) scripted per cell. What runs
+// process of its own, as in `nodus sweep`, forked and exec'd from the test
+// (tests/tools/fake_supervisor.cc): the real supervise_job over a FakeBackend
+// (tests/engine/fake_backend.h) scripted per cell. What runs
 // for real is the runner's loop (its pidfds, reaping, signals and reconcile), the scheduler's
 // budget, --stop-early's verdicts and the supervisors' caps and stops; what is faked is only the
 // job (and the throughput it reports).
@@ -9,13 +10,13 @@
 
 #include "engine/sweep_runner.h"
 
-#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <functional>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -26,7 +27,6 @@
 #include "core/lifecycle.h"
 #include "core/strings.h"
 #include "engine/signals.h"
-#include "engine/supervise_main.h"
 #include "engine/supervise_options.h"
 #include "engine/sweep_plan.h"
 #include "engine/sweep_progress.h"
@@ -56,21 +56,9 @@ struct CellScript {
   std::optional<double> samples_per_sec;
 };
 
-// The reports of a job that does `samples_per_sec`, from a process of its own that dies with
-// the supervisor that forked it.
-void report_throughput(const std::string& metrics_path, double samples_per_sec) {
-  if (::fork() != 0) return;
-  prctl(PR_SET_PDEATHSIG, SIGKILL);
-  const std::string line = "{\"samples_per_sec\": " + std::to_string(samples_per_sec) + "}\n";
-  for (;;) {
-    int fd = ::open(metrics_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
-    if (fd >= 0) {
-      ssize_t ignored = ::write(fd, line.data(), line.size());
-      (void)ignored;
-      ::close(fd);
-    }
-    ::usleep(50 * 1000);
-  }
+// tests/tools/fake_supervisor.cc, built beside this test's executable.
+std::string fake_supervisor() {
+  return std::filesystem::read_symlink("/proc/self/exe").parent_path() / "nodus_fake_supervisor";
 }
 
 // Cells `cell=1..n` of one H100 each at $3,600 an hour: a dollar a second.
@@ -115,8 +103,9 @@ class SweepRunnerTest : public ::testing::Test {
     return sweep;
   }
 
-  // Runs the cells not done through the real runner; each cell's supervisor is forked and runs
-  // the cell's job through a FakeBackend with script(cell number, 1-based). `on_spawn` is
+  // Runs the cells not done through the real runner; each cell's supervisor is a process of its
+  // own (nodus_fake_supervisor) that runs the cell's job through a FakeBackend with
+  // script(cell number, 1-based). `on_spawn` is
   // called in the runner after each spawn with how many cells it has spawned so far.
   std::string run(
       store::SweepRecord& sweep, std::vector<PlannedCell>& cells, SweepSettings settings,
@@ -125,26 +114,28 @@ class SweepRunnerTest : public ::testing::Test {
     SweepProgress progress("s" + std::to_string(sweep.id), false, false);
     SweepRunner runner(*store_, signals, progress);
     const std::string db = home_.db();
+    const std::string helper = fake_supervisor();
     settings.spawn = [&](const Ticket& ticket) -> Result<SpawnedSupervisor> {
       const int cell = std::stoi(ticket.env.at("NODUS_PARAM_CELL"));
       const CellScript s = script(cell);
+      // Everything exec needs is made before the fork: the child only execs.
+      const std::vector<std::string> args = {helper,
+                                             db,
+                                             ticket.to_json(),
+                                             std::to_string(s.fake.runs_for),
+                                             std::to_string(s.fake.exit_code),
+                                             s.fake.ignores_term ? "1" : "0",
+                                             std::to_string(s.samples_per_sec.value_or(-1))};
+      std::vector<char*> argv;
+      for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+      argv.push_back(nullptr);
       const pid_t parent = getpid();
       const pid_t pid = ::fork();
       if (pid < 0) return Error::permanent("fork failed");
       if (pid == 0) {
-        int code = exit_code::kNodusError;
-        try {
-          prctl(PR_SET_PDEATHSIG, SIGTERM);  // as a real cell: it dies with its sweep
-          if (getppid() != parent) _exit(code);
-          SignalWatch own;
-          auto store = store::Store::open(db);
-          if (s.samples_per_sec)
-            report_throughput(store->job(ticket.job_id)->metrics_path, *s.samples_per_sec);
-          FakeBackend fake(s.fake);
-          code = supervise_job(ticket, *store, own, &fake, [](const LaunchStatus&) {});
-        } catch (...) {
-        }
-        _exit(code);
+        prctl(PR_SET_PDEATHSIG, SIGTERM);  // as a real cell: it dies with its sweep
+        if (getppid() == parent) ::execv(argv[0], argv.data());
+        _exit(exit_code::kNodusError);
       }
       spawned_.push_back(cell);
       on_spawn(static_cast<int>(spawned_.size()));
