@@ -19,6 +19,7 @@
 #include "core/parse.h"
 #include "core/secret.h"
 #include "core/text.h"
+#include "core/timing.h"
 #include "engine/budget.h"
 #include "engine/gpu_wait.h"
 #include "engine/signals.h"
@@ -79,12 +80,16 @@ struct RunCommand {
     if (request.backend == "local" && !request.gpu.none()) inventory = local_inventory(catalog);
     JobRecord job = engine::build_job(request, catalog, inventory ? &*inventory : nullptr);
     if (dry_run) return print_dry_run(job);
+    timing::step("job built");
 
     auto store = open_store();
+    timing::step("store opened");
     store->reconcile_dead_supervisors();
+    timing::step("dead supervisors reconciled");
     job.supervisor_pid = getpid();
     job.supervisor_start = store::process_start_time(job.supervisor_pid);
     engine::insert_job(*store, job);
+    timing::step("job inserted");
     if (job_id) *job_id = job.id;
     if (detach) return run_detached(*store, job, request, inventory);
 
@@ -112,6 +117,7 @@ struct RunCommand {
     int rc = supervisor.run(job, run);
     status.stop();
     std::fprintf(stderr, "nodus: %s\n", end_of_job_line(job).c_str());
+    timing::step("end reported");
     return rc;
   }
 

@@ -13,9 +13,11 @@
 #include "cli/common.h"
 #include "core/error.h"
 #include "core/text.h"
+#include "core/timing.h"
 
 int main(int argc, char** argv) {
   using namespace nodus;
+  timing::step("main");
   // Every error is one line of valid UTF-8 whatever the user typed into the value it names.
   auto fail = [](const std::string& message) {
     std::fprintf(stderr, "nodus: %s\n", escape_control(message).c_str());
@@ -73,6 +75,7 @@ int main(int argc, char** argv) {
     fail(e.what());
     return e.code();
   }
+  timing::step("parsed");
   try {
     for (auto& c : commands)
       if (c.app->parsed()) return c.action();

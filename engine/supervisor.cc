@@ -17,6 +17,7 @@
 #include "core/error.h"
 #include "core/lifecycle.h"
 #include "core/parse.h"
+#include "core/timing.h"
 #include "engine/measure.h"
 #include "engine/observer.h"
 #include "engine/signals.h"
@@ -191,6 +192,7 @@ void launch(store::Store& store, backend::Backend& backend, JobRecord& job, cons
   backend::LaunchSpec spec;
   spec.env = job_environment(job, run.env);
   (*job.options)["instrumentation"] = prepare_instrumentation(job, run.options, spec.env);
+  timing::step("environment and instrumentation prepared");
   spec.log_path = job.log_path;
   spec.attach = run.attach;
   spec.log_limit = run.options.log_limit;
@@ -210,6 +212,7 @@ void launch(store::Store& store, backend::Backend& backend, JobRecord& job, cons
     pending.started_at = now;
     store.update_job(pending);
     store.write_tick(pending.id, {now, {}, {}, {}});
+    timing::step("start recorded");
   };
 
   auto submitted = backend.submit(job, spec);
@@ -222,6 +225,7 @@ void launch(store::Store& store, backend::Backend& backend, JobRecord& job, cons
   }
   move_job(job, job.started_at ? JobState::kRunning : JobState::kStarting);
   record(store, job, run.attach);
+  timing::step("launch recorded");
   if (run.on_launched) run.on_launched(job, "");
 }
 
@@ -447,6 +451,7 @@ backend::Outcome Supervision::watch() {
 int Supervision::finish(const backend::Outcome& outcome, OutcomeFile& outcome_file) {
   JobRecord& job = job_;
   exec_.kill();  // whatever of the tree outlived its main process
+  timing::step("tree killed");
   if (auto leftovers = backend_.check_leftovers(job)) add_note(job, *leftovers);
   job.started_at = outcome.started_at;
   job.ended_at = outcome.ended_at;
@@ -487,6 +492,7 @@ int Supervision::finish(const backend::Outcome& outcome, OutcomeFile& outcome_fi
   }
   end_job(job, end);
   std::string verdict = observer_.finish(job);
+  timing::step("measurements finished");
   try {
     store_.release_gpus(job.id);
     store_.update_job(job);
@@ -499,6 +505,7 @@ int Supervision::finish(const backend::Outcome& outcome, OutcomeFile& outcome_fi
                    std::to_string(job.id) + "'s outcome is kept in " + outcome_file.path +
                    " until a nodus command can write it (nodus ps)");
   }
+  timing::step("outcome stored");
   if (!verdict.empty()) note(run_.attach, verdict);
   return exit_status_for(job);
 }
@@ -511,6 +518,7 @@ int Supervisor::run(JobRecord& job, const SuperviseRun& run) {
   launch(store_, backend_, job, run, observer);
   Supervision supervision(store_, backend_, job, run, observer);
   backend::Outcome outcome = supervision.watch();
+  timing::step("job ended");
   return supervision.finish(outcome, outcome_file);
 }
 

@@ -186,10 +186,11 @@ class CellLauncher : public SweepScheduler::Launcher {
   const int64_t self_start_ = store::process_start_time(self_);
 };
 
-// Queues the cells not done yet, longest first where earlier runs of the same cells tell how
-// long they take (cell_order.h), each with the most it can cost.
+// Queues the cells not done yet, longest first or in the order of a plan for `lanes` at once
+// where earlier runs of the same cells tell how long they take (cell_order.h), each with the
+// most it can cost.
 void queue_cells(store::Store& store, SweepScheduler& scheduler, const store::SweepRecord& sweep,
-                 const std::vector<PlannedCell>& cells) {
+                 const std::vector<PlannedCell>& cells, int lanes) {
   const auto known =
       known_durations(store, sweep.argv, sweep.backend,
                       sweep.id != 0 ? std::optional<int64_t>(sweep.id) : std::nullopt);
@@ -199,7 +200,7 @@ void queue_cells(store::Store& store, SweepScheduler& scheduler, const store::Sw
     auto it = known.find(cells[i].job.argv);
     estimates.push_back({i, it == known.end() ? std::nullopt : std::optional<double>(it->second)});
   }
-  for (size_t i : order_cells(estimates)) {
+  for (size_t i : order_cells(estimates, lanes)) {
     const JobRecord& job = cells[i].job;
     scheduler.add_pending(i, worst_case_cost(job.gpu_count, job.rate_per_gpu_hour, job.max_cost,
                                              job.timeout_ms, job.grace_ms));
@@ -246,7 +247,7 @@ std::string SweepRunner::run(store::SweepRecord& sweep, std::vector<PlannedCell>
   // A resumed sweep has spent what every earlier attempt of every cell cost, not only the cells
   // that completed: the budget covers the sweep, however many times it was resumed.
   if (sweep.id != 0) scheduler.add_done(store_.sweep_spent(sweep.id));
-  queue_cells(store_, scheduler, sweep, cells);
+  queue_cells(store_, scheduler, sweep, cells, settings.parallel);
   progress_.begin(cells, settings.budget);
   CellLauncher launcher(store_, progress_, sweep, cells, settings);
   auto& running = launcher.running;

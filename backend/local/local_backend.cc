@@ -28,6 +28,7 @@
 #include "core/files.h"
 #include "core/helper_children.h"
 #include "core/lifecycle.h"
+#include "core/timing.h"
 
 namespace nodus::backend {
 namespace {
@@ -241,6 +242,7 @@ Result<void> LocalBackend::submit(JobRecord& job, const LaunchSpec& spec) {
                                   : "contained by process group, session and /proc scan (no "
                                     "cgroup: " +
                                         why_no_cgroup + ")");
+  timing::step("files, pipes and cgroup made");
   if (spec.before_start) spec.before_start(job);
   // The sentinel first: a supervisor killed between the launch and the sentinel's fork would
   // leave the job's children with no enforcer until the next nodus command (seen under ASan).
@@ -252,6 +254,7 @@ Result<void> LocalBackend::submit(JobRecord& job, const LaunchSpec& spec) {
   }
   j->sentinel = start_sentinel({0, token, j->cgroup.path(), end_fd});
   if (end_fd >= 0) ::close(end_fd);
+  timing::step("sentinel started");
   j->end_path = spec.log_path.empty() ? "" : end_time_path(spec.log_path);
   // With --cgroup-parent the engine's client (and the conmon it starts) stay outside the job's
   // cgroup and only the container's processes are in it: a cgroup.kill (the sentinel's, when
@@ -259,6 +262,7 @@ Result<void> LocalBackend::submit(JobRecord& job, const LaunchSpec& spec) {
   // podman's --rm cleanup, instead of a stale "Up" container in `podman ps -a`.
   const int procs_fd = j->container_cgroup.empty() ? j->cgroup.procs_fd() : -1;
   auto launched = launch({argv, env, job.workdir, out[1], err[1], procs_fd, std::move(cpus)});
+  timing::step("command exec'd");
   ::close(out[1]);
   ::close(err[1]);
   if (!launched.ok()) {
