@@ -8,9 +8,9 @@
 namespace nodus::timing {
 namespace {
 
-double now_ms() {
+double now_ms(clockid_t clock) {
   timespec ts{};
-  ::clock_gettime(CLOCK_MONOTONIC, &ts);
+  ::clock_gettime(clock, &ts);
   return static_cast<double>(ts.tv_sec) * 1e3 + static_cast<double>(ts.tv_nsec) / 1e6;
 }
 
@@ -22,11 +22,15 @@ void step(const char* name) {
     return v != nullptr && *v != '\0' && *v != '0';
   }();
   if (!enabled) return;
-  static const double first = now_ms();
+  static const double first = now_ms(CLOCK_MONOTONIC);
   static double last = first;
-  const double t = now_ms();
-  std::fprintf(stderr, "nodus: timing: %.2f ms (+%.2f) %s\n", t - first, t - last, name);
+  static double last_cpu = now_ms(CLOCK_PROCESS_CPUTIME_ID);
+  const double t = now_ms(CLOCK_MONOTONIC);
+  const double cpu = now_ms(CLOCK_PROCESS_CPUTIME_ID);
+  std::fprintf(stderr, "nodus: timing: %.2f ms (+%.2f, cpu +%.2f) %s\n", t - first, t - last,
+               cpu - last_cpu, name);
   last = t;
+  last_cpu = cpu;
 }
 
 }  // namespace nodus::timing
