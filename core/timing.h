@@ -2,8 +2,8 @@
 // NODUS_TIMING=1: each named step of a command, one line on stderr with the milliseconds since
 // the process's first step, since the step before, and the CPU time this process spent since
 // then, which other processes' load inflates less ("nodus: timing: 4.12 ms (+0.35, cpu +0.30)
-// store opened"). It is how bench/RESULTS.md's launch profile is taken: strace slows every system call
-// and perf spreads the time over the kernel's page faults; the steps say which part of nodus's
+// store opened"). It is how bench/RESULTS.md's launch profile is taken: strace slows every system
+// call and perf spreads the time over the kernel's page faults; the steps say which part of nodus's
 // own work costs what. Off, a step costs one branch on a flag read once.
 
 namespace nodus::timing {
