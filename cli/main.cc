@@ -78,7 +78,11 @@ int main(int argc, char** argv) {
   timing::step("parsed");
   try {
     for (auto& c : commands)
-      if (c.app->parsed()) return c.action();
+      if (c.app->parsed()) {
+        const int rc = c.action();
+        timing::step("command's objects destroyed");
+        return rc;
+      }
   } catch (const Fatal& e) {
     fail(e.what());
     return e.code();
