@@ -56,6 +56,12 @@ using std::is_convertible;
 #include <boost/process/v2/posix/vfork_launcher.hpp>
 #include <boost/process/v2/process.hpp>
 
+// In the vforked child the launcher closes descriptors with Boost's close_all, which allocates
+// (opendir) unless the kernel headers offer close_range (5.11 or later: Debian 12 has 6.1).
+#include <linux/version.h>
+static_assert(LINUX_VERSION_CODE >= KERNEL_VERSION(5, 11, 0),
+              "Boost.Process's close_all would allocate in the vforked child");
+
 #include "backend/local/launch.h"
 #include "core/job.h"
 #include "core/pidfd.h"
