@@ -1068,7 +1068,7 @@ def cmd_report(a):
         names = {"direct": "`/bin/true` exec'd from a bash loop", "timeout": "`timeout 10 /bin/true`",
                  "nodus": "`nodus run -- /bin/true`", "parallel": "GNU `parallel -j1 /bin/true ::: 1..N`",
                  "nodus_help": "`nodus --version` (process start only)",
-                 "nodus_base": "`nodus run -- /bin/true`, before issue 17 (" + la.get("base_label", "base commit") + ")"}
+                 "nodus_base": "`nodus run -- /bin/true`, before (" + la.get("base_label", "base commit") + ")"}
         for k in ("direct", "timeout", "nodus_base", "nodus", "parallel", "nodus_help"):
             if k in p:
                 L.append(f"| {names[k]} | {mmm(p[k], 2)} | {p[k]['median'] - d:+.2f} | {p[k]['median'] / d:.1f} |")
