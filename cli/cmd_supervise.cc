@@ -8,10 +8,12 @@
 
 namespace nodus::cli {
 
+int supervise() { return engine::supervise_main(supervise_sweep); }
+
 Command add_supervise(CLI::App& app) {
   CLI::App* sub = app.add_subcommand("__supervise", "");
   sub->group("");  // hidden
-  return {sub, [] { return engine::supervise_main(supervise_sweep); }};
+  return {sub, supervise};
 }
 
 }  // namespace nodus::cli

@@ -37,6 +37,8 @@ Command add_sweeps(CLI::App& app);
 Command add_report(CLI::App& app);
 Command add_config(CLI::App& app);
 Command add_supervise(CLI::App& app);
+// `nodus __supervise` itself: main() calls it without parsing (it takes no arguments).
+int supervise();
 Command add_gpus(CLI::App& app);
 Command add_completion(CLI::App& app);
 Command add_wait(CLI::App& app);
