@@ -1,8 +1,16 @@
 #include "core/table.h"
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
 #include <nlohmann/json.hpp>
 
+#include "core/error.h"
 #include "core/text.h"
 
 namespace nodus {
@@ -109,6 +117,46 @@ TableWriter::TableWriter(std::vector<Column> columns, Format format, Sink sink)
       width_(columns_.size()),
       has_value_(columns_.size()) {}
 
+TableWriter::~TableWriter() {
+  if (spool_) std::fclose(spool_);
+}
+
+namespace {
+
+// An unlinked file for the kept rows, in $TMPDIR or /tmp, readable by no one else; null when
+// none can be made.
+std::FILE* open_spool() {
+  const char* env = std::getenv("TMPDIR");
+  const std::string dir = env && *env ? env : "/tmp";
+  int fd = ::open(dir.c_str(), O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+  if (fd < 0) {  // a file system without O_TMPFILE
+    std::string path = dir + "/nodus-listing-XXXXXX";
+    fd = ::mkostemp(path.data(), O_CLOEXEC);
+    if (fd < 0) return nullptr;
+    ::unlink(path.c_str());
+  }
+  std::FILE* f = ::fdopen(fd, "w+");
+  if (!f) {
+    ::close(fd);
+    return nullptr;
+  }
+  std::setvbuf(f, nullptr, _IOFBF, 1 << 16);
+  return f;
+}
+
+// A kept row is one line: '*' (marked) or ' ', then its cells as shown, each after the first
+// preceded by \x1f. Shown cells hold no control character (safe_cells), so neither separator
+// can occur inside one.
+constexpr char kCellSeparator = '\x1f';
+
+}  // namespace
+
+bool TableWriter::keep_measured_rows() {
+  if (!measures() || spool_) return spool_ != nullptr;
+  spool_ = open_spool();
+  return spool_ != nullptr;
+}
+
 void TableWriter::measure(std::vector<std::string> text, bool marked) {
   any_mark_ = any_mark_ || marked;
   const std::vector<std::string> cells = safe_cells(std::move(text), columns_.size());
@@ -116,6 +164,47 @@ void TableWriter::measure(std::vector<std::string> text, bool marked) {
     width_[c] = std::max(width_[c], display_width(cells[c]));
     if (!cells[c].empty() && cells[c] != "-") has_value_[c] = true;
   }
+  if (spool_) {
+    std::fputc(marked ? '*' : ' ', spool_);
+    for (size_t c = 0; c < cells.size(); ++c) {
+      if (c) std::fputc(kCellSeparator, spool_);
+      std::fwrite(cells[c].data(), 1, cells[c].size(), spool_);
+    }
+    std::fputc('\n', spool_);
+    ++kept_;
+  }
+}
+
+void TableWriter::write_kept_rows() {
+  auto fail = [](const char* what) {
+    throw Fatal(std::string("the listing's temporary file (in $TMPDIR or /tmp): ") + what +
+                " failed: " + std::strerror(errno));
+  };
+  if (std::fflush(spool_) != 0 || std::ferror(spool_)) fail("writing");
+  if (std::fseek(spool_, 0, SEEK_SET) != 0) fail("rewinding");
+  std::unique_ptr<char, decltype(&std::free)> line(nullptr, &std::free);
+  size_t capacity = 0;
+  std::vector<std::string> cells(columns_.size());
+  size_t read = 0;
+  for (;;) {
+    char* buffer = line.release();
+    ssize_t n = ::getline(&buffer, &capacity, spool_);
+    line.reset(buffer);
+    if (n <= 0) break;
+    std::string_view row(buffer, static_cast<size_t>(n));
+    if (row.back() == '\n') row.remove_suffix(1);
+    const bool marked = !row.empty() && row.front() == '*';
+    row.remove_prefix(std::min<size_t>(1, row.size()));
+    for (auto& cell : cells) {
+      const size_t end = std::min(row.find(kCellSeparator), row.size());
+      cell.assign(row.substr(0, end));
+      row.remove_prefix(std::min(end + 1, row.size()));
+    }
+    ++rows_;
+    ++read;
+    sink_(format_ == Format::kTable ? text_line(cells, marked) : md_line(cells, marked));
+  }
+  if (std::ferror(spool_) || read != kept_) fail("reading back");
 }
 
 std::vector<size_t> TableWriter::shown_columns() const {
@@ -224,6 +313,7 @@ void TableWriter::write(std::vector<std::string> text, const nlohmann::json& raw
 
 void TableWriter::finish() {
   start();
+  if (spool_) write_kept_rows();
   if (format_ == Format::kJson) sink_(rows_ == 0 ? "[]\n" : "\n]\n");
 }
 

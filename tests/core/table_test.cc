@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <nlohmann/json.hpp>
 
 #include "core/table_fields.h"
@@ -143,11 +144,54 @@ TEST(TableWriter, StreamedRowsPrintTheBytesOfTheWholeTable) {
   EXPECT_EQ(whole.render(Format::kJson), dump_json(whole.raw_rows()) + "\n");
 }
 
+// A writer that keeps its measured rows (one pass) prints the same bytes as the whole Table,
+// marked rows and cells that need escaping included; json and csv keep nothing (one pass anyway).
+TEST(TableWriter, KeptRowsPrintTheBytesOfTheWholeTable) {
+  std::vector<Column> columns = {
+      {"name", "NAME"}, {"v", "V", true}, {"u", "U", false, Show::kIfAny}};
+  const std::vector<std::vector<std::string>> rows = {{"\xe6\xb7\xb1\xe5\xb1\xa4", "2", "-"},
+                                                      {"a|b\x1b[2J\x1f\nnext", "", "-"},
+                                                      {"", "12345", "x"},
+                                                      {"=SUM(A1)", "-", ""}};
+  Table whole(columns);
+  for (const auto& r : rows) whole.add_row(r, nlohmann::json::object());
+  whole.mark(1);
+  for (Format f : {Format::kTable, Format::kMd, Format::kJson, Format::kCsv}) {
+    std::string out;
+    TableWriter writer(columns, f, [&](std::string_view s) { out += s; });
+    const bool kept = writer.keep_measured_rows();
+    EXPECT_EQ(kept, writer.measures()) << "format " << static_cast<int>(f);
+    EXPECT_EQ(writer.passes(), 1);
+    if (!kept) continue;
+    for (size_t r = 0; r < rows.size(); ++r) writer.measure(rows[r], r == 1);
+    writer.finish();
+    EXPECT_EQ(out, whole.render(f)) << "format " << static_cast<int>(f);
+  }
+}
+
+// Where no temporary file can be made, the writer says so and asks for two passes.
+TEST(TableWriter, WithoutATemporaryFileTheRowsComeTwice) {
+  const char* old = std::getenv("TMPDIR");
+  const std::string saved = old ? old : "";
+  setenv("TMPDIR", "/nonexistent/nodus-table-test", 1);
+  TableWriter writer({{"a", "A"}}, Format::kTable, [](std::string_view) {});
+  EXPECT_FALSE(writer.keep_measured_rows());
+  EXPECT_EQ(writer.passes(), 2);
+  if (old)
+    setenv("TMPDIR", saved.c_str(), 1);
+  else
+    unsetenv("TMPDIR");
+}
+
 TEST(TableWriter, AnEmptyListingIsItsHeaderOrAnEmptyArray) {
   auto empty = [](Format f) {
-    std::string out;
+    std::string out, kept;
     TableWriter writer({{"a", "A"}, {"b", "B", true}}, f, [&](std::string_view s) { out += s; });
     writer.finish();
+    TableWriter keeping({{"a", "A"}, {"b", "B", true}}, f, [&](std::string_view s) { kept += s; });
+    keeping.keep_measured_rows();
+    keeping.finish();
+    EXPECT_EQ(kept, out);
     return out;
   };
   EXPECT_EQ(empty(Format::kTable), "A  B\n");
