@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
 
@@ -117,8 +118,53 @@ TableWriter::TableWriter(std::vector<Column> columns, Format format, Sink sink)
       width_(columns_.size()),
       has_value_(columns_.size()) {}
 
+// nlohmann's own serializer, kept for the whole listing: json::dump() makes one (and its
+// buffers) per call, which at every value of 100k rows costs more than the printing. The row
+// is printed as dump_json(contract_of(...)) would print it, member by member: keys in the order
+// of nlohmann's objects (std::less on the key), values through the same serializer with the
+// same indentation and the same replacement of invalid UTF-8.
+struct TableWriter::JsonOut {
+  std::string text;  // what the serializer writes
+  nlohmann::detail::serializer<nlohmann::json> serializer{
+      nlohmann::detail::output_adapter<char, std::string>(text), ' ',
+      nlohmann::json::error_handler_t::replace};
+  // json: the row's members in print order: the key as JSON text, and its column (-1:
+  // schema_version, which contract_of sets last, over any column of that key).
+  std::vector<std::pair<std::string, int>> members;
+
+  // Per column, the column whose value it prints: the last one of its key, as a raw object
+  // built column by column (values_of) holds under a key two columns share.
+  std::vector<size_t> source;
+
+  explicit JsonOut(const std::vector<Column>& columns) {
+    std::map<std::string, int> last;  // key -> its last column, in nlohmann's key order
+    for (size_t c = 0; c < columns.size(); ++c) last[columns[c].key] = static_cast<int>(c);
+    for (const auto& col : columns) source.push_back(static_cast<size_t>(last[col.key]));
+    last["schema_version"] = -1;
+    for (const auto& [key, column] : last) {
+      text.clear();
+      serializer.dump(nlohmann::json(key), false, false, 0);
+      members.emplace_back(text, column);
+    }
+  }
+  // `value` as dump_json(value, -1) prints it, or as a member of a row in a json listing.
+  const std::string& dump(const nlohmann::json& value, bool in_row) {
+    text.clear();
+    if (in_row)
+      serializer.dump(value, true, false, 2, 4);
+    else
+      serializer.dump(value, false, false, 0);
+    return text;
+  }
+};
+
 TableWriter::~TableWriter() {
   if (spool_) std::fclose(spool_);
+}
+
+TableWriter::JsonOut& TableWriter::json_out() {
+  if (!json_out_) json_out_ = std::make_unique<JsonOut>(columns_);
+  return *json_out_;
 }
 
 namespace {
@@ -270,45 +316,56 @@ void TableWriter::start() {
 }
 
 void TableWriter::write(std::vector<std::string> text, const nlohmann::json& raw, bool marked) {
+  if (!wants_text()) {  // json, csv: the values under the declared keys, null where raw lacks one
+    std::vector<nlohmann::json> values;
+    values.reserve(columns_.size());
+    for (const auto& col : columns_) {
+      auto it = raw.is_object() ? raw.find(col.key) : raw.end();
+      values.push_back(raw.is_object() && it != raw.end() ? *it : nlohmann::json());
+    }
+    return write_values(values);
+  }
   start();
   ++rows_;
-  switch (format_) {
-    case Format::kTable:
-      sink_(text_line(safe_cells(std::move(text), columns_.size()), marked));
-      return;
-    case Format::kMd:
-      sink_(md_line(safe_cells(std::move(text), columns_.size()), marked));
-      return;
-    case Format::kCsv: {
-      const nlohmann::json row = contract_of(columns_, raw);
-      std::string out;
-      for (const auto& col : columns_) {
-        const auto& v = row[col.key];
-        if (!v.is_null())
-          out += csv_escape(v.is_string() ? v.get<std::string>() : dump_json(v, -1));
-        out += ",";
-      }
-      sink_(out + std::to_string(kSchemaVersion) + "\n");
-      return;
+  sink_(format_ == Format::kTable ? text_line(safe_cells(std::move(text), columns_.size()), marked)
+                                  : md_line(safe_cells(std::move(text), columns_.size()), marked));
+}
+
+void TableWriter::write_values(const std::vector<nlohmann::json>& values) {
+  if (wants_text()) return;  // table and md print text (write)
+  start();
+  ++rows_;
+  static const nlohmann::json kNull, kVersion = kSchemaVersion;
+  JsonOut& json = json_out();
+  auto value = [&](size_t c) -> const nlohmann::json& {  // column c's value
+    return c < values.size() ? values[c] : kNull;
+  };
+  std::string out;
+  if (format_ == Format::kCsv) {
+    // Every declared column and schema_version; null is an empty field; arrays and objects are
+    // their compact JSON text.
+    for (size_t c = 0; c < columns_.size(); ++c) {
+      // As in json, the contract's schema_version wins over a column of that key.
+      const auto& v = columns_[c].key == "schema_version" ? kVersion : value(json.source[c]);
+      if (!v.is_null())
+        out += csv_escape(v.is_string() ? v.get_ref<const std::string&>() : json.dump(v, false));
+      out += ",";
     }
-    case Format::kJson: {
-      // The bytes dump_json prints for the whole array: each row indented one level more.
-      // Rows written by older versions may hold invalid UTF-8: replaced rather than failing.
-      std::string out = rows_ == 1 ? "[\n" : ",\n";
-      const std::string row = dump_json(contract_of(columns_, raw));
-      size_t from = 0;
-      while (from <= row.size()) {
-        size_t nl = row.find('\n', from);
-        if (nl == std::string::npos) nl = row.size();
-        out += "  ";
-        out.append(row, from, nl - from);
-        if (nl < row.size()) out += '\n';
-        from = nl + 1;
-      }
-      sink_(out);
-      return;
-    }
+    sink_(out + std::to_string(kSchemaVersion) + "\n");
+    return;
   }
+  // The bytes dump_json prints for the whole array: each row one level in, its members two.
+  // Rows written by older versions may hold invalid UTF-8: replaced rather than failing.
+  out = rows_ == 1 ? "[\n  {\n" : ",\n  {\n";
+  for (size_t m = 0; m < json.members.size(); ++m) {
+    const auto& [key, column] = json.members[m];
+    out += "    ";
+    out += key;
+    out += ": ";
+    out += json.dump(column < 0 ? kVersion : value(static_cast<size_t>(column)), true);
+    out += m + 1 < json.members.size() ? ",\n" : "\n";
+  }
+  sink_(out + "  }");
 }
 
 void TableWriter::finish() {

@@ -11,6 +11,7 @@
 
 #include <cstdio>
 #include <functional>
+#include <memory>
 #include <nlohmann/json_fwd.hpp>
 #include <optional>
 #include <string>
@@ -104,6 +105,10 @@ class TableWriter {
   void measure(std::vector<std::string> text, bool marked = false);
   // text: as for Table::add_row; raw: the row's JSON object (json, csv; null otherwise).
   void write(std::vector<std::string> text, const nlohmann::json& raw, bool marked = false);
+  // json, csv: the row as its values, one per column in the columns' order (a null where it has
+  // none): what write() prints for a raw object holding them under the columns' keys (distinct
+  // keys, as a listing's are), without building that object.
+  void write_values(const std::vector<nlohmann::json>& values);
   // The header of an empty table, the kept rows (keep_measured_rows), the end of the json array.
   // Throws Fatal when the kept rows cannot be read back (the temporary file's disk filled).
   void finish();
@@ -121,6 +126,9 @@ class TableWriter {
   std::vector<size_t> width_;    // per column, from measure()
   std::vector<bool> has_value_;  // per column: some row's text is neither "" nor "-"
   std::vector<size_t> shown_;
+  struct JsonOut;  // one serializer for every value the listing prints (json, csv)
+  JsonOut& json_out();
+  std::unique_ptr<JsonOut> json_out_;
   std::FILE* spool_ = nullptr;  // the kept rows (keep_measured_rows), or null
   size_t kept_ = 0;             // rows written to spool_
   bool any_mark_ = false;

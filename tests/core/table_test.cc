@@ -144,6 +144,57 @@ TEST(TableWriter, StreamedRowsPrintTheBytesOfTheWholeTable) {
   EXPECT_EQ(whole.render(Format::kJson), dump_json(whole.raw_rows()) + "\n");
 }
 
+// json and csv print each value through one serializer kept for the listing, member by member:
+// the bytes nlohmann prints for the whole array (json) and for each value (csv), whatever the
+// values: nested, empty, numbers of every kind, strings to escape, invalid UTF-8, keys out of
+// order, a column named schema_version (the contract's own value wins), two columns of one key
+// (the last one's value, as a raw object built column by column holds).
+TEST(TableWriter, ValuesPrintAsNlohmannPrintsTheContractRows) {
+  std::vector<Column> columns = {{"zeta", "Z"},           {"Alpha", "A"},  {"_u", "U"},
+                                 {"schema_version", "S"}, {"nested", "N"}, {"b", "B"},
+                                 {"a b", "AB"},           {"b", "B again"}};
+  const std::vector<std::vector<nlohmann::json>> rows = {
+      {1.5, "plain", nullptr, 7, nlohmann::json::array({"a", 1, nullptr}), true, 1e20, "b again"},
+      {0.1, "q\"uo\\te\n\x01", -3, "x", nlohmann::json::object({{"k", {1, 2}}, {"j", {}}}), false,
+       -0.0, 2},
+      {nullptr, "\xff\xfe bad \xe6\xb7\xb1", 1234567890123LL, nullptr, nlohmann::json::array(),
+       nlohmann::json::object(), 2.0, nullptr},
+      {3, "=SUM(A1),\"x\"", 18446744073709551615ULL, 1,
+       nlohmann::json::array({nlohmann::json::array()}), "", 1.7976931348623157e308, false}};
+  Table whole(columns);
+  for (const auto& r : rows) {
+    nlohmann::json raw = nlohmann::json::object();
+    for (size_t c = 0; c < columns.size(); ++c) raw[columns[c].key] = r[c];
+    whole.add_row({}, raw);
+  }
+  std::string json, csv;
+  TableWriter json_writer(columns, Format::kJson, [&](std::string_view s) { json += s; });
+  TableWriter csv_writer(columns, Format::kCsv, [&](std::string_view s) { csv += s; });
+  for (const auto& r : rows) {
+    json_writer.write_values(r);
+    csv_writer.write_values(r);
+  }
+  json_writer.finish();
+  csv_writer.finish();
+  EXPECT_EQ(json, dump_json(whole.raw_rows()) + "\n");
+  // csv as printed before the serializer was kept: each contract value's own dump.
+  std::string expected;
+  for (const auto& col : columns) expected += col.key + ",";
+  expected += "schema_version\n";
+  for (size_t r = 0; r < rows.size(); ++r) {
+    const nlohmann::json row = whole.contract_row(r);
+    for (const auto& col : columns) {
+      const auto& v = row[col.key];
+      if (!v.is_null())
+        expected += csv_escape(v.is_string() ? v.get<std::string>() : dump_json(v, -1));
+      expected += ",";
+    }
+    expected += std::to_string(kSchemaVersion) + "\n";
+  }
+  EXPECT_EQ(csv, expected);
+  EXPECT_EQ(whole.render(Format::kCsv), expected);
+}
+
 // A writer that keeps its measured rows (one pass) prints the same bytes as the whole Table,
 // marked rows and cells that need escaping included; json and csv keep nothing (one pass anyway).
 TEST(TableWriter, KeptRowsPrintTheBytesOfTheWholeTable) {
