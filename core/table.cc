@@ -375,12 +375,16 @@ void TableWriter::finish() {
 }
 
 std::string csv_escape(std::string_view raw) {
-  std::string field = replace_invalid_utf8(raw);
+  // Printable ASCII (the common case) is valid UTF-8 without controls: neither pass below
+  // would change it.
+  const bool plain =
+      std::all_of(raw.begin(), raw.end(), [](char c) { return c >= 0x20 && c < 0x7F; });
+  std::string field = plain ? std::string(raw) : replace_invalid_utf8(raw);
   // A field a job controls (a metric's name, a note) never reaches a terminal as an escape
   // sequence, nor a spreadsheet as a formula: controls other than newlines and tabs are written
   // as escapes (\x1b), and a field starting with = + @ gets a leading ' (as OWASP advises).
   bool controls = false;
-  for (size_t i = 0; i < field.size(); ++i) {
+  for (size_t i = 0; !plain && i < field.size(); ++i) {
     const auto c = static_cast<unsigned char>(field[i]);
     if ((c < 0x20 && c != '\n' && c != '\r' && c != '\t') || c == 0x7F ||
         (c == 0xC2 && i + 1 < field.size() && static_cast<unsigned char>(field[i + 1]) <= 0x9F))
