@@ -140,7 +140,14 @@ struct CostCommand {
     auto store = open_store_to_read();
     reconcile_to_read(*store);
     std::vector<std::vector<Row>> results;
-    for (const auto* g : groupings) results.push_back(rows(*store, *g, from, to));
+    if (groupings.size() == 2 && groupings[0]->by == std::string("day") &&
+        groupings[1]->by == std::string("gpu")) {  // the default: one walk of the jobs for both
+      auto [days, gpus] = store->spend_by_day_and_gpu(from, to, true);
+      results.push_back(std::move(days));
+      results.push_back(std::move(gpus));
+    } else {
+      for (const auto* g : groupings) results.push_back(rows(*store, *g, from, to));
+    }
 
     if (f == Format::kJson) {
       // An object: the groupings asked for, the range, and the totals beside (not among) rows.

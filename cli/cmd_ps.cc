@@ -29,10 +29,13 @@ struct PsCommand {
       filter.sweep_id = found->id;
     }
     // Row by row, as the store reads them: memory stays flat in the store's size (`ps -a`).
+    // table and md keep the rows they measured in a temporary file rather than read the store
+    // twice (each row read is its JSON parsed and its cells formatted again).
     TableWriter writer(columns_of(job_fields()), f, [](std::string_view text) {
       std::fwrite(text.data(), 1, text.size(), stdout);
     });
-    store->each_job(filter, writer.measures() ? 2 : 1, [&](int pass, const JobRecord& job) {
+    writer.keep_measured_rows();
+    store->each_job(filter, writer.passes(), [&](int pass, const JobRecord& job) {
       if (state.empty() || to_string(job.state) == state) feed_row(writer, job_fields(), pass, job);
     });
     writer.finish();

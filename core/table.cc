@@ -1,8 +1,17 @@
 #include "core/table.h"
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <memory>
 #include <nlohmann/json.hpp>
 
+#include "core/error.h"
 #include "core/text.h"
 
 namespace nodus {
@@ -109,6 +118,91 @@ TableWriter::TableWriter(std::vector<Column> columns, Format format, Sink sink)
       width_(columns_.size()),
       has_value_(columns_.size()) {}
 
+// nlohmann's own serializer, kept for the whole listing: json::dump() makes one (and its
+// buffers) per call, which at every value of 100k rows costs more than the printing. The row
+// is printed as dump_json(contract_of(...)) would print it, member by member: keys in the order
+// of nlohmann's objects (std::less on the key), values through the same serializer with the
+// same indentation and the same replacement of invalid UTF-8.
+struct TableWriter::JsonOut {
+  std::string text;  // what the serializer writes
+  nlohmann::detail::serializer<nlohmann::json> serializer{
+      nlohmann::detail::output_adapter<char, std::string>(text), ' ',
+      nlohmann::json::error_handler_t::replace};
+  // json: the row's members in print order: the key as JSON text, and its column (-1:
+  // schema_version, which contract_of sets last, over any column of that key).
+  std::vector<std::pair<std::string, int>> members;
+
+  // Per column, the column whose value it prints: the last one of its key, as a raw object
+  // built column by column (values_of) holds under a key two columns share.
+  std::vector<size_t> source;
+
+  explicit JsonOut(const std::vector<Column>& columns) {
+    std::map<std::string, int> last;  // key -> its last column, in nlohmann's key order
+    for (size_t c = 0; c < columns.size(); ++c) last[columns[c].key] = static_cast<int>(c);
+    for (const auto& col : columns) source.push_back(static_cast<size_t>(last[col.key]));
+    last["schema_version"] = -1;
+    for (const auto& [key, column] : last) {
+      text.clear();
+      serializer.dump(nlohmann::json(key), false, false, 0);
+      members.emplace_back(text, column);
+    }
+  }
+  // `value` as dump_json(value, -1) prints it, or as a member of a row in a json listing.
+  const std::string& dump(const nlohmann::json& value, bool in_row) {
+    text.clear();
+    if (in_row)
+      serializer.dump(value, true, false, 2, 4);
+    else
+      serializer.dump(value, false, false, 0);
+    return text;
+  }
+};
+
+TableWriter::~TableWriter() {
+  if (spool_) std::fclose(spool_);
+}
+
+TableWriter::JsonOut& TableWriter::json_out() {
+  if (!json_out_) json_out_ = std::make_unique<JsonOut>(columns_);
+  return *json_out_;
+}
+
+namespace {
+
+// An unlinked file for the kept rows, in $TMPDIR or /tmp, readable by no one else; null when
+// none can be made.
+std::FILE* open_spool() {
+  const char* env = std::getenv("TMPDIR");
+  const std::string dir = env && *env ? env : "/tmp";
+  int fd = ::open(dir.c_str(), O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+  if (fd < 0) {  // a file system without O_TMPFILE
+    std::string path = dir + "/nodus-listing-XXXXXX";
+    fd = ::mkostemp(path.data(), O_CLOEXEC);
+    if (fd < 0) return nullptr;
+    ::unlink(path.c_str());
+  }
+  std::FILE* f = ::fdopen(fd, "w+");
+  if (!f) {
+    ::close(fd);
+    return nullptr;
+  }
+  std::setvbuf(f, nullptr, _IOFBF, 1 << 16);
+  return f;
+}
+
+// A kept row is one line: '*' (marked) or ' ', then its cells as shown, each after the first
+// preceded by \x1f. Shown cells hold no control character (safe_cells), so neither separator
+// can occur inside one.
+constexpr char kCellSeparator = '\x1f';
+
+}  // namespace
+
+bool TableWriter::keep_measured_rows() {
+  if (!measures() || spool_) return spool_ != nullptr;
+  spool_ = open_spool();
+  return spool_ != nullptr;
+}
+
 void TableWriter::measure(std::vector<std::string> text, bool marked) {
   any_mark_ = any_mark_ || marked;
   const std::vector<std::string> cells = safe_cells(std::move(text), columns_.size());
@@ -116,6 +210,47 @@ void TableWriter::measure(std::vector<std::string> text, bool marked) {
     width_[c] = std::max(width_[c], display_width(cells[c]));
     if (!cells[c].empty() && cells[c] != "-") has_value_[c] = true;
   }
+  if (spool_) {
+    std::fputc(marked ? '*' : ' ', spool_);
+    for (size_t c = 0; c < cells.size(); ++c) {
+      if (c) std::fputc(kCellSeparator, spool_);
+      std::fwrite(cells[c].data(), 1, cells[c].size(), spool_);
+    }
+    std::fputc('\n', spool_);
+    ++kept_;
+  }
+}
+
+void TableWriter::write_kept_rows() {
+  auto fail = [](const char* what) {
+    throw Fatal(std::string("the listing's temporary file (in $TMPDIR or /tmp): ") + what +
+                " failed: " + std::strerror(errno));
+  };
+  if (std::fflush(spool_) != 0 || std::ferror(spool_)) fail("writing");
+  if (std::fseek(spool_, 0, SEEK_SET) != 0) fail("rewinding");
+  std::unique_ptr<char, decltype(&std::free)> line(nullptr, &std::free);
+  size_t capacity = 0;
+  std::vector<std::string> cells(columns_.size());
+  size_t read = 0;
+  for (;;) {
+    char* buffer = line.release();
+    ssize_t n = ::getline(&buffer, &capacity, spool_);
+    line.reset(buffer);
+    if (n <= 0) break;
+    std::string_view row(buffer, static_cast<size_t>(n));
+    if (row.back() == '\n') row.remove_suffix(1);
+    const bool marked = !row.empty() && row.front() == '*';
+    row.remove_prefix(std::min<size_t>(1, row.size()));
+    for (auto& cell : cells) {
+      const size_t end = std::min(row.find(kCellSeparator), row.size());
+      cell.assign(row.substr(0, end));
+      row.remove_prefix(std::min(end + 1, row.size()));
+    }
+    ++rows_;
+    ++read;
+    sink_(format_ == Format::kTable ? text_line(cells, marked) : md_line(cells, marked));
+  }
+  if (std::ferror(spool_) || read != kept_) fail("reading back");
 }
 
 std::vector<size_t> TableWriter::shown_columns() const {
@@ -181,59 +316,75 @@ void TableWriter::start() {
 }
 
 void TableWriter::write(std::vector<std::string> text, const nlohmann::json& raw, bool marked) {
+  if (!wants_text()) {  // json, csv: the values under the declared keys, null where raw lacks one
+    std::vector<nlohmann::json> values;
+    values.reserve(columns_.size());
+    for (const auto& col : columns_) {
+      auto it = raw.is_object() ? raw.find(col.key) : raw.end();
+      values.push_back(raw.is_object() && it != raw.end() ? *it : nlohmann::json());
+    }
+    return write_values(values);
+  }
   start();
   ++rows_;
-  switch (format_) {
-    case Format::kTable:
-      sink_(text_line(safe_cells(std::move(text), columns_.size()), marked));
-      return;
-    case Format::kMd:
-      sink_(md_line(safe_cells(std::move(text), columns_.size()), marked));
-      return;
-    case Format::kCsv: {
-      const nlohmann::json row = contract_of(columns_, raw);
-      std::string out;
-      for (const auto& col : columns_) {
-        const auto& v = row[col.key];
-        if (!v.is_null())
-          out += csv_escape(v.is_string() ? v.get<std::string>() : dump_json(v, -1));
-        out += ",";
-      }
-      sink_(out + std::to_string(kSchemaVersion) + "\n");
-      return;
+  sink_(format_ == Format::kTable ? text_line(safe_cells(std::move(text), columns_.size()), marked)
+                                  : md_line(safe_cells(std::move(text), columns_.size()), marked));
+}
+
+void TableWriter::write_values(const std::vector<nlohmann::json>& values) {
+  if (wants_text()) return;  // table and md print text (write)
+  start();
+  ++rows_;
+  static const nlohmann::json kNull, kVersion = kSchemaVersion;
+  JsonOut& json = json_out();
+  auto value = [&](size_t c) -> const nlohmann::json& {  // column c's value
+    return c < values.size() ? values[c] : kNull;
+  };
+  std::string out;
+  if (format_ == Format::kCsv) {
+    // Every declared column and schema_version; null is an empty field; arrays and objects are
+    // their compact JSON text.
+    for (size_t c = 0; c < columns_.size(); ++c) {
+      // As in json, the contract's schema_version wins over a column of that key.
+      const auto& v = columns_[c].key == "schema_version" ? kVersion : value(json.source[c]);
+      if (!v.is_null())
+        out += csv_escape(v.is_string() ? v.get_ref<const std::string&>() : json.dump(v, false));
+      out += ",";
     }
-    case Format::kJson: {
-      // The bytes dump_json prints for the whole array: each row indented one level more.
-      // Rows written by older versions may hold invalid UTF-8: replaced rather than failing.
-      std::string out = rows_ == 1 ? "[\n" : ",\n";
-      const std::string row = dump_json(contract_of(columns_, raw));
-      size_t from = 0;
-      while (from <= row.size()) {
-        size_t nl = row.find('\n', from);
-        if (nl == std::string::npos) nl = row.size();
-        out += "  ";
-        out.append(row, from, nl - from);
-        if (nl < row.size()) out += '\n';
-        from = nl + 1;
-      }
-      sink_(out);
-      return;
-    }
+    sink_(out + std::to_string(kSchemaVersion) + "\n");
+    return;
   }
+  // The bytes dump_json prints for the whole array: each row one level in, its members two.
+  // Rows written by older versions may hold invalid UTF-8: replaced rather than failing.
+  out = rows_ == 1 ? "[\n  {\n" : ",\n  {\n";
+  for (size_t m = 0; m < json.members.size(); ++m) {
+    const auto& [key, column] = json.members[m];
+    out += "    ";
+    out += key;
+    out += ": ";
+    out += json.dump(column < 0 ? kVersion : value(static_cast<size_t>(column)), true);
+    out += m + 1 < json.members.size() ? ",\n" : "\n";
+  }
+  sink_(out + "  }");
 }
 
 void TableWriter::finish() {
   start();
+  if (spool_) write_kept_rows();
   if (format_ == Format::kJson) sink_(rows_ == 0 ? "[]\n" : "\n]\n");
 }
 
 std::string csv_escape(std::string_view raw) {
-  std::string field = replace_invalid_utf8(raw);
+  // Printable ASCII (the common case) is valid UTF-8 without controls: neither pass below
+  // would change it.
+  const bool plain =
+      std::all_of(raw.begin(), raw.end(), [](char c) { return c >= 0x20 && c < 0x7F; });
+  std::string field = plain ? std::string(raw) : replace_invalid_utf8(raw);
   // A field a job controls (a metric's name, a note) never reaches a terminal as an escape
   // sequence, nor a spreadsheet as a formula: controls other than newlines and tabs are written
   // as escapes (\x1b), and a field starting with = + @ gets a leading ' (as OWASP advises).
   bool controls = false;
-  for (size_t i = 0; i < field.size(); ++i) {
+  for (size_t i = 0; !plain && i < field.size(); ++i) {
     const auto c = static_cast<unsigned char>(field[i]);
     if ((c < 0x20 && c != '\n' && c != '\r' && c != '\t') || c == 0x7F ||
         (c == 0xC2 && i + 1 < field.size() && static_cast<unsigned char>(field[i + 1]) <= 0x9F))

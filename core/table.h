@@ -9,7 +9,9 @@
 // human formats (table, md) may leave out a column that is empty in every row (Show::kIfAny)
 // or a machine-only one (Show::kMachine).
 
+#include <cstdio>
 #include <functional>
+#include <memory>
 #include <nlohmann/json_fwd.hpp>
 #include <optional>
 #include <string>
@@ -77,20 +79,43 @@ class Table {
 // measure() in a first pass, then the same rows in the same order to write(); json and csv need no
 // first pass. Whatever is written goes to `sink` as it is made. Table::render is this writer fed
 // from memory, so a listing prints the same bytes either way.
+//
+// A caller whose rows are dear to read twice (a store's 100k jobs) can ask the writer to keep
+// them instead (keep_measured_rows): each row measure() is handed is also written, as it will
+// show, to an unlinked temporary file, and finish() prints the rows from there. Then every
+// format takes one pass (passes()), and memory stays flat all the same.
 class TableWriter {
  public:
   using Sink = std::function<void(std::string_view)>;
   TableWriter(std::vector<Column> columns, Format format, Sink sink);
+  ~TableWriter();
+  TableWriter(const TableWriter&) = delete;
+  TableWriter& operator=(const TableWriter&) = delete;
 
   bool measures() const { return format_ == Format::kTable || format_ == Format::kMd; }
+  // For table and md, keeps the measured rows in a temporary file in $TMPDIR (else /tmp), made
+  // unlinked (O_TMPFILE, or mkstemp and unlink). False, keeping nothing, for json and csv, or
+  // when no such file can be made: the caller then hands its rows over twice, as above. Call it
+  // before the first row.
+  bool keep_measured_rows();
+  // How many times the caller hands over its rows: 2 for table and md (measure, then write)
+  // unless the measured rows are kept; 1 otherwise.
+  int passes() const { return measures() && !spool_ ? 2 : 1; }
   bool wants_text() const { return measures(); }  // table, md: display text; json, csv: raw
   void measure(std::vector<std::string> text, bool marked = false);
   // text: as for Table::add_row; raw: the row's JSON object (json, csv; null otherwise).
   void write(std::vector<std::string> text, const nlohmann::json& raw, bool marked = false);
-  void finish();  // the header of an empty table, the end of the json array
+  // json, csv: the row as its values, one per column in the columns' order (a null where it has
+  // none): what write() prints for a raw object holding them under the columns' keys (distinct
+  // keys, as a listing's are), without building that object.
+  void write_values(const std::vector<nlohmann::json>& values);
+  // The header of an empty table, the kept rows (keep_measured_rows), the end of the json array.
+  // Throws Fatal when the kept rows cannot be read back (the temporary file's disk filled).
+  void finish();
 
  private:
   void start();  // the header, before the first row
+  void write_kept_rows();
   std::vector<size_t> shown_columns() const;
   std::string text_line(const std::vector<std::string>& cells, bool marked) const;
   std::string md_line(const std::vector<std::string>& cells, bool marked) const;
@@ -101,6 +126,11 @@ class TableWriter {
   std::vector<size_t> width_;    // per column, from measure()
   std::vector<bool> has_value_;  // per column: some row's text is neither "" nor "-"
   std::vector<size_t> shown_;
+  struct JsonOut;  // one serializer for every value the listing prints (json, csv)
+  JsonOut& json_out();
+  std::unique_ptr<JsonOut> json_out_;
+  std::FILE* spool_ = nullptr;  // the kept rows (keep_measured_rows), or null
+  size_t kept_ = 0;             // rows written to spool_
   bool any_mark_ = false;
   bool started_ = false;
   size_t rows_ = 0;

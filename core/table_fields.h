@@ -42,6 +42,15 @@ nlohmann::json values_of(const std::vector<Field<Row>>& fields, const Row& row) 
   return raw;
 }
 
+// The row's values, one per field in order (TableWriter::write_values).
+template <class Row>
+std::vector<nlohmann::json> values_in_order(const std::vector<Field<Row>>& fields, const Row& row) {
+  std::vector<nlohmann::json> values;
+  values.reserve(fields.size());
+  for (const auto& f : fields) values.push_back(f.value(row));
+  return values;
+}
+
 template <class Row>
 Table make_table(const std::vector<Field<Row>>& fields, const std::vector<Row>& rows) {
   Table table(columns_of(fields));
@@ -59,7 +68,7 @@ void feed_row(TableWriter& writer, const std::vector<Field<Row>>& fields, int pa
   else if (writer.wants_text())
     writer.write(texts_of(fields, row), nlohmann::json());
   else
-    writer.write({}, values_of(fields, row));
+    writer.write_values(values_in_order(fields, row));
 }
 
 // null for an empty optional or string, else the value: absent values are null in json.

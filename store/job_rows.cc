@@ -52,8 +52,8 @@ constexpr Column plain(const char* name) {
 thread_local std::string damaged_columns;
 
 template <typename T>
-T json_column(const Stmt& s, int c, const char* name, T empty = T()) {
-  auto v = parse_untrusted_json(s.text(c));
+T json_column(const std::string& text, const char* name, T empty = T()) {
+  auto v = parse_untrusted_json(text);
   const char* why = "not JSON";
   if (!v.is_discarded()) {
     try {
@@ -79,11 +79,15 @@ const Column kColumns[] = {
        s.bind(i, dump(nlohmann::json(redact_argv(j.argv))));
      },
      [](Db& db, const Stmt& s, int c, JobRecord& j) {
-       j.argv = json_column<std::vector<std::string>>(s, c, "argv");
+       const std::string text = s.text(c);
+       if (auto plain = plain_string_list(text))
+         j.argv = std::move(*plain);
+       else
+         j.argv = json_column<std::vector<std::string>>(text, "argv");
      }},
     {"env", [](Stmt& s, int i, const JobRecord& j) { s.bind(i, dump(stored_env(j.env))); },
      [](Db& db, const Stmt& s, int c, JobRecord& j) {
-       j.env = json_column<std::map<std::string, std::string>>(s, c, "env");
+       j.env = json_column<std::map<std::string, std::string>>(s.text(c), "env");
      }},
     plain<&JobRecord::workdir>("workdir"),
     plain<&JobRecord::image>("image"),
@@ -99,7 +103,7 @@ const Column kColumns[] = {
     plain<&JobRecord::grace_ms>("grace_ms"),
     {"options", [](Stmt& s, int i, const JobRecord& j) { s.bind(i, dump(*j.options)); },
      [](Db& db, const Stmt& s, int c, JobRecord& j) {
-       j.options = json_column<nlohmann::json>(s, c, "options", nlohmann::json::object());
+       j.options = json_column<nlohmann::json>(s.text(c), "options", nlohmann::json::object());
      }},
     {"state", [](Stmt& s, int i, const JobRecord& j) { s.bind(i, to_string(j.state)); },
      [](Db& db, const Stmt& s, int c, JobRecord& j) {
@@ -126,7 +130,7 @@ const Column kColumns[] = {
     plain<&JobRecord::cell_key>("cell_key"),
     {"params", [](Stmt& s, int i, const JobRecord& j) { s.bind(i, dump(*j.params)); },
      [](Db&, const Stmt& s, int c, JobRecord& j) {
-       j.params = json_column<nlohmann::json>(s, c, "params", nlohmann::json::object());
+       j.params = json_column<nlohmann::json>(s.text(c), "params", nlohmann::json::object());
      }},
 };
 constexpr size_t kColumnCount = std::size(kColumns);
@@ -222,6 +226,28 @@ std::vector<int> split_indices(const std::string& text) {
     if (p < end && *p == ',') ++p;
   }
   return out;
+}
+
+std::optional<std::vector<std::string>> plain_string_list(std::string_view text) {
+  if (text.size() < 2 || text.front() != '[' || text.back() != ']') return std::nullopt;
+  std::vector<std::string> out;
+  size_t i = 1;
+  const size_t end = text.size() - 1;  // the ']'
+  if (i == end) return out;
+  for (;;) {
+    if (text[i] != '"') return std::nullopt;
+    const size_t from = ++i;
+    while (i < end && text[i] != '"') {
+      const auto c = static_cast<unsigned char>(text[i]);
+      if (c < 0x20 || c >= 0x7F || c == '\\') return std::nullopt;
+      ++i;
+    }
+    if (i == end) return std::nullopt;  // unterminated
+    out.emplace_back(text.substr(from, i - from));
+    ++i;  // past the closing '"'
+    if (i == end) return out;
+    if (text[i] != ',' || ++i == end) return std::nullopt;
+  }
 }
 
 int bind_job(Stmt& stmt, const JobRecord& j) {

@@ -3,7 +3,9 @@
 // statements, so the three cannot drift apart. JSON columns (argv, env, options, params) are
 // text; gpu_indices is "0,1"; state is its name ("running").
 
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/job.h"
@@ -29,6 +31,12 @@ int bind_job(Stmt& stmt, const JobRecord& job);
 // statement.
 JobRecord read_job(Db& db, const Stmt& stmt, JobColumns columns = JobColumns::kAll);
 std::vector<JobRecord> read_jobs(Db& db, Stmt& stmt);
+
+// A JSON list of strings in the form the store writes it (["python","train.py"], no spaces)
+// when every string is printable ASCII without escapes: the strings, read without building a
+// JSON tree (argv, for every row of a listing). nullopt for anything else (whitespace, escapes,
+// other bytes or shapes, not JSON), for the JSON parser to read.
+std::optional<std::vector<std::string>> plain_string_list(std::string_view text);
 
 std::string join_indices(const std::vector<int>& indices);
 std::vector<int> split_indices(const std::string& text);

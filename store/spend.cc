@@ -88,34 +88,63 @@ std::vector<Store::SpendRow> sorted_by_cost(std::map<std::string, Store::SpendRo
 
 }  // namespace
 
+namespace {
+
+// The by-day summary, fed the scan in start order: a new row at each local day crossed.
+struct DayTotals {
+  std::vector<Store::SpendRow> rows;
+  double day_end = -1e300;
+  void operator()(const Billed& b) {
+    if (rows.empty() || b.started_at >= day_end) {
+      auto [key, end] = local_day(b.started_at);
+      day_end = end;
+      if (rows.empty() || rows.back().key != key) rows.push_back({key});
+    }
+    add(rows.back(), b);
+  }
+};
+
+// The by-GPU-type summary: CPU-only jobs under "" when with_cpu_only, else left out.
+struct GpuTotals {
+  bool with_cpu_only;
+  std::map<std::string, Store::SpendRow> by_type;
+  void operator()(const Billed& b) {
+    if (b.gpu_count <= 0 && !with_cpu_only) return;
+    std::string key = b.gpu_count > 0 ? b.gpu_type : "";
+    Store::SpendRow& row = by_type[key];
+    row.key = key;
+    add(row, b);
+  }
+};
+
+}  // namespace
+
 std::vector<Store::SpendRow> Store::spend_by_day(std::optional<double> since,
                                                  std::optional<double> until) {
   auto lock = impl_->lock();
-  std::vector<SpendRow> out;
-  double day_end = -1e300;
-  scan_started(impl_->db, since, until, [&](const Billed& b) {
-    if (out.empty() || b.started_at >= day_end) {
-      auto [key, end] = local_day(b.started_at);
-      day_end = end;
-      if (out.empty() || out.back().key != key) out.push_back({key});
-    }
-    add(out.back(), b);
-  });
-  return out;
+  DayTotals days;
+  scan_started(impl_->db, since, until, std::ref(days));
+  return std::move(days.rows);
 }
 
 std::vector<Store::SpendRow> Store::spend_by_gpu(std::optional<double> since,
                                                  std::optional<double> until, bool with_cpu_only) {
   auto lock = impl_->lock();
-  std::map<std::string, SpendRow> by_type;
+  GpuTotals gpus{with_cpu_only, {}};
+  scan_started(impl_->db, since, until, std::ref(gpus));
+  return sorted_by_cost(gpus.by_type);
+}
+
+std::pair<std::vector<Store::SpendRow>, std::vector<Store::SpendRow>> Store::spend_by_day_and_gpu(
+    std::optional<double> since, std::optional<double> until, bool with_cpu_only) {
+  auto lock = impl_->lock();
+  DayTotals days;
+  GpuTotals gpus{with_cpu_only, {}};
   scan_started(impl_->db, since, until, [&](const Billed& b) {
-    if (b.gpu_count <= 0 && !with_cpu_only) return;
-    std::string key = b.gpu_count > 0 ? b.gpu_type : "";
-    SpendRow& row = by_type[key];
-    row.key = key;
-    add(row, b);
+    days(b);
+    gpus(b);
   });
-  return sorted_by_cost(by_type);
+  return {std::move(days.rows), sorted_by_cost(gpus.by_type)};
 }
 
 std::vector<Store::SpendRow> Store::spend_by_sweep(std::optional<double> since,

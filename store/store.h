@@ -13,6 +13,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/job.h"
@@ -167,6 +168,9 @@ class Store {
   std::vector<SpendRow> spend_by_gpu(std::optional<double> since,
                                      std::optional<double> until = std::nullopt,
                                      bool with_cpu_only = false);
+  // Both of the above from one walk of the jobs (what `nodus cost` shows by default).
+  std::pair<std::vector<SpendRow>, std::vector<SpendRow>> spend_by_day_and_gpu(
+      std::optional<double> since, std::optional<double> until, bool with_cpu_only);
   std::vector<SpendRow> spend_by_sweep(std::optional<double> since, std::optional<double> until);
   std::vector<SpendRow> spend_by_name(std::optional<double> since, std::optional<double> until);
 

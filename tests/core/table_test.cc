@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <nlohmann/json.hpp>
 
 #include "core/table_fields.h"
@@ -143,11 +144,105 @@ TEST(TableWriter, StreamedRowsPrintTheBytesOfTheWholeTable) {
   EXPECT_EQ(whole.render(Format::kJson), dump_json(whole.raw_rows()) + "\n");
 }
 
+// json and csv print each value through one serializer kept for the listing, member by member:
+// the bytes nlohmann prints for the whole array (json) and for each value (csv), whatever the
+// values: nested, empty, numbers of every kind, strings to escape, invalid UTF-8, keys out of
+// order, a column named schema_version (the contract's own value wins), two columns of one key
+// (the last one's value, as a raw object built column by column holds).
+TEST(TableWriter, ValuesPrintAsNlohmannPrintsTheContractRows) {
+  std::vector<Column> columns = {{"zeta", "Z"},           {"Alpha", "A"},  {"_u", "U"},
+                                 {"schema_version", "S"}, {"nested", "N"}, {"b", "B"},
+                                 {"a b", "AB"},           {"b", "B again"}};
+  const std::vector<std::vector<nlohmann::json>> rows = {
+      {1.5, "plain", nullptr, 7, nlohmann::json::array({"a", 1, nullptr}), true, 1e20, "b again"},
+      {0.1, "q\"uo\\te\n\x01", -3, "x", nlohmann::json::object({{"k", {1, 2}}, {"j", {}}}), false,
+       -0.0, 2},
+      {nullptr, "\xff\xfe bad \xe6\xb7\xb1", 1234567890123LL, nullptr, nlohmann::json::array(),
+       nlohmann::json::object(), 2.0, nullptr},
+      {3, "=SUM(A1),\"x\"", 18446744073709551615ULL, 1,
+       nlohmann::json::array({nlohmann::json::array()}), "", 1.7976931348623157e308, false}};
+  Table whole(columns);
+  for (const auto& r : rows) {
+    nlohmann::json raw = nlohmann::json::object();
+    for (size_t c = 0; c < columns.size(); ++c) raw[columns[c].key] = r[c];
+    whole.add_row({}, raw);
+  }
+  std::string json, csv;
+  TableWriter json_writer(columns, Format::kJson, [&](std::string_view s) { json += s; });
+  TableWriter csv_writer(columns, Format::kCsv, [&](std::string_view s) { csv += s; });
+  for (const auto& r : rows) {
+    json_writer.write_values(r);
+    csv_writer.write_values(r);
+  }
+  json_writer.finish();
+  csv_writer.finish();
+  EXPECT_EQ(json, dump_json(whole.raw_rows()) + "\n");
+  // csv as printed before the serializer was kept: each contract value's own dump.
+  std::string expected;
+  for (const auto& col : columns) expected += col.key + ",";
+  expected += "schema_version\n";
+  for (size_t r = 0; r < rows.size(); ++r) {
+    const nlohmann::json row = whole.contract_row(r);
+    for (const auto& col : columns) {
+      const auto& v = row[col.key];
+      if (!v.is_null())
+        expected += csv_escape(v.is_string() ? v.get<std::string>() : dump_json(v, -1));
+      expected += ",";
+    }
+    expected += std::to_string(kSchemaVersion) + "\n";
+  }
+  EXPECT_EQ(csv, expected);
+  EXPECT_EQ(whole.render(Format::kCsv), expected);
+}
+
+// A writer that keeps its measured rows (one pass) prints the same bytes as the whole Table,
+// marked rows and cells that need escaping included; json and csv keep nothing (one pass anyway).
+TEST(TableWriter, KeptRowsPrintTheBytesOfTheWholeTable) {
+  std::vector<Column> columns = {
+      {"name", "NAME"}, {"v", "V", true}, {"u", "U", false, Show::kIfAny}};
+  const std::vector<std::vector<std::string>> rows = {{"\xe6\xb7\xb1\xe5\xb1\xa4", "2", "-"},
+                                                      {"a|b\x1b[2J\x1f\nnext", "", "-"},
+                                                      {"", "12345", "x"},
+                                                      {"=SUM(A1)", "-", ""}};
+  Table whole(columns);
+  for (const auto& r : rows) whole.add_row(r, nlohmann::json::object());
+  whole.mark(1);
+  for (Format f : {Format::kTable, Format::kMd, Format::kJson, Format::kCsv}) {
+    std::string out;
+    TableWriter writer(columns, f, [&](std::string_view s) { out += s; });
+    const bool kept = writer.keep_measured_rows();
+    EXPECT_EQ(kept, writer.measures()) << "format " << static_cast<int>(f);
+    EXPECT_EQ(writer.passes(), 1);
+    if (!kept) continue;
+    for (size_t r = 0; r < rows.size(); ++r) writer.measure(rows[r], r == 1);
+    writer.finish();
+    EXPECT_EQ(out, whole.render(f)) << "format " << static_cast<int>(f);
+  }
+}
+
+// Where no temporary file can be made, the writer says so and asks for two passes.
+TEST(TableWriter, WithoutATemporaryFileTheRowsComeTwice) {
+  const char* old = std::getenv("TMPDIR");
+  const std::string saved = old ? old : "";
+  setenv("TMPDIR", "/nonexistent/nodus-table-test", 1);
+  TableWriter writer({{"a", "A"}}, Format::kTable, [](std::string_view) {});
+  EXPECT_FALSE(writer.keep_measured_rows());
+  EXPECT_EQ(writer.passes(), 2);
+  if (old)
+    setenv("TMPDIR", saved.c_str(), 1);
+  else
+    unsetenv("TMPDIR");
+}
+
 TEST(TableWriter, AnEmptyListingIsItsHeaderOrAnEmptyArray) {
   auto empty = [](Format f) {
-    std::string out;
+    std::string out, kept;
     TableWriter writer({{"a", "A"}, {"b", "B", true}}, f, [&](std::string_view s) { out += s; });
     writer.finish();
+    TableWriter keeping({{"a", "A"}, {"b", "B", true}}, f, [&](std::string_view s) { kept += s; });
+    keeping.keep_measured_rows();
+    keeping.finish();
+    EXPECT_EQ(kept, out);
     return out;
   };
   EXPECT_EQ(empty(Format::kTable), "A  B\n");

@@ -7,6 +7,7 @@
 #include <iterator>
 #include <nlohmann/json.hpp>
 
+#include "store/job_rows.h"
 #include "store/sqlite.h"
 #include "store/store.h"
 #include "store_test_util.h"
@@ -420,6 +421,86 @@ TEST(StoreJobs, ADamagedJsonColumnEmptiesThatColumnNotTheListing) {
   JobFilter all;
   all.all = true;
   EXPECT_EQ(store->jobs(all).size(), 2u);
+}
+
+// The argv fast path reads what the JSON parser reads whenever it reads anything, and leaves
+// to the parser everything but the plain form the store writes.
+TEST(PlainStringList, ReadsThePlainFormAndAgreesWithTheJsonParser) {
+  const std::vector<std::string> plain = {R"([])", R"([""])", R"(["python","train.py","--lr=0.1"])",
+                                          R"(["]"])", R"(["a b","[x]",",","{}"])"};
+  const std::vector<std::string> other = {"",
+                                          "[",
+                                          "]",
+                                          "[,]",
+                                          R"(["a",])",
+                                          R"(["a" ])",
+                                          R"([ "a"])",
+                                          R"(["a""b"])",
+                                          R"(["a)",
+                                          R"(["a","])",
+                                          R"(["a\"b"])",
+                                          R"(["\u00e9"])",
+                                          "[\"\xc3\xa9\"]",
+                                          "[\"a\tb\"]",
+                                          R"([1])",
+                                          R"(["a",1])",
+                                          R"({"a":"b"})",
+                                          R"("a")",
+                                          R"([["a"]])",
+                                          R"(["a"]x)",
+                                          R"(x["a"])",
+                                          "[\"a\x7f\"]"};
+  for (const std::string& text : plain) {
+    auto fast = plain_string_list(text);
+    ASSERT_TRUE(fast) << text;
+    EXPECT_EQ(nlohmann::json(*fast), nlohmann::json::parse(text)) << text;
+    EXPECT_EQ(nlohmann::json(*fast).dump(), text) << text;  // the form dump() writes
+  }
+  for (const std::string& text : other) {
+    auto fast = plain_string_list(text);
+    EXPECT_FALSE(fast) << text;
+  }
+}
+
+// Every argv, plain or not, reads back as it was stored, in full rows and listing rows alike;
+// one damaged the fast path does not take is still named in the note.
+TEST(StoreJobs, EveryArgvReadsBackWhicheverWayItIsRead) {
+  testing::TempDir dir;
+  auto store = Store::open(dir.db());
+  const std::vector<std::vector<std::string>> argvs = {{},
+                                                       {""},
+                                                       {"python", "train.py", "--lr=0.1"},
+                                                       {"sh", "-c", "echo \"hi\" \\ there"},
+                                                       {"caf\xc3\xa9", "\xe6\xb7\xb1"},
+                                                       {"tab\there", "nl\nthere"},
+                                                       {"]", "[", ",", "\""}};
+  std::vector<int64_t> ids;
+  for (const auto& argv : argvs) {
+    JobRecord job;
+    job.argv = argv;
+    job.created_at = 1'700'000'000;
+    ids.push_back(store->insert_job(job));
+  }
+  JobRecord job;
+  job.created_at = 1'700'000'000;
+  const int64_t bad = store->insert_job(job);
+  {
+    Db raw(dir.db(), std::chrono::seconds(1));
+    raw.exec("UPDATE jobs SET argv = '[\"a\",]' WHERE id = " + std::to_string(bad));
+  }
+  for (size_t i = 0; i < argvs.size(); ++i) {
+    auto read = store->job(ids[i]);
+    ASSERT_TRUE(read);
+    EXPECT_EQ(read->argv, argvs[i]) << i;
+  }
+  std::map<int64_t, JobRecord> listed;
+  JobFilter all;
+  all.all = true;
+  store->each_job(all, 1, [&](int, const JobRecord& j) { listed[j.id] = j; });
+  ASSERT_EQ(listed.size(), argvs.size() + 1);
+  for (size_t i = 0; i < argvs.size(); ++i) EXPECT_EQ(listed[ids[i]].argv, argvs[i]) << i;
+  EXPECT_TRUE(listed[bad].argv.empty());
+  EXPECT_EQ(listed[bad].note, "the store's argv of this job is unreadable (not JSON): shown empty");
 }
 
 }  // namespace

@@ -113,6 +113,32 @@ TEST_F(StoreSpend, SinceLeavesOutEarlierJobs) {
     EXPECT_NE(r.key, local_day(earlier_noon_));
 }
 
+// `nodus cost` by default: both summaries from one walk, row for row what each walk alone gives
+// (the running job's cost moves with the clock between walks: compared within a microdollar).
+TEST_F(StoreSpend, DayAndGpuFromOneWalkAreEachSummary) {
+  store_->insert_job(billed("A100", 4, 0, earlier_noon_ + 120, 1));  // free: no cost, GPU hours
+  auto same = [](const std::vector<Store::SpendRow>& a, const std::vector<Store::SpendRow>& b) {
+    ASSERT_EQ(a.size(), b.size());
+    for (size_t i = 0; i < a.size(); ++i) {
+      EXPECT_EQ(a[i].key, b[i].key) << i;
+      EXPECT_EQ(a[i].jobs, b[i].jobs) << i;
+      EXPECT_NEAR(a[i].gpu_hours, b[i].gpu_hours, 1e-6) << i;
+      EXPECT_NEAR(a[i].cost, b[i].cost, 1e-6) << i;
+    }
+  };
+  for (std::optional<double> since : {std::optional<double>(), std::optional(today_noon_ - 86400),
+                                      std::optional(unix_now() + 86400)}) {
+    for (bool cpu : {false, true}) {
+      auto [days, gpus] = store_->spend_by_day_and_gpu(since, std::nullopt, cpu);
+      same(days, store_->spend_by_day(since));
+      same(gpus, store_->spend_by_gpu(since, std::nullopt, cpu));
+    }
+  }
+  auto [days, gpus] = store_->spend_by_day_and_gpu(std::nullopt, std::nullopt, true);
+  EXPECT_EQ(days.size(), 2u);
+  EXPECT_EQ(gpus.size(), 4u);  // H100, L4, A100 and CPU-only ("")
+}
+
 TEST(StoreSpendDays, DaysAreLocalNotUtc) {
   const char* old_tz = std::getenv("TZ");
   std::string saved = old_tz ? old_tz : "";
