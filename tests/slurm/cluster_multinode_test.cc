@@ -197,6 +197,7 @@ TEST(SlurmMultiNode, EachNodeRunsOneRankWithTheSharedRendezvous) {
   auto job = nodus.show("1");
   EXPECT_EQ(job["state"], "completed");
   EXPECT_EQ(job["gpu_count"], 4);
+  EXPECT_EQ(job["nodes"], 2);
   double wall = job["ended_at"].get<double>() - job["started_at"].get<double>();
   EXPECT_GE(wall, 2.0);
   EXPECT_NEAR(job["cost_usd"].get<double>(), 4 * h100_rate() * wall / 3600, 1e-6);
