@@ -103,6 +103,8 @@ void job_rows(Table& t, const JobRecord& job, const nlohmann::json* stats) {
   field(t, "backend", job.backend + (job.backend_id.empty() ? "" : " (" + job.backend_id + ")"));
   field(t, "gpu",
         gpu_label(job) + (job.inventory_source.empty() ? "" : " from " + job.inventory_source));
+  if (int nodes = nodes_of(job); nodes > 1)
+    field(t, "nodes", std::to_string(nodes) + ", one task each (Slurm)");
   if (job.gpu_count) field(t, "rate", format_usd(job.rate_per_gpu_hour) + "/GPU-hour");
   field(t, "max cost", opt_usd(job.max_cost));
   field(t, "timeout", job.timeout_ms ? format_duration(Millis(*job.timeout_ms)) : "-");

@@ -10,6 +10,7 @@
 #include "core/config.h"
 #include "core/error.h"
 #include "core/parse.h"
+#include "core/text.h"
 #include "engine/reconcile.h"
 #include "sweep/metric_regex.h"
 #include "telemetry/phases.h"
@@ -22,6 +23,31 @@ std::optional<std::vector<std::string>>& trailing() {
   static std::optional<std::vector<std::string>> command;
   return command;
 }
+
+// --nodes: a whole number of nodes; "" when `text` is one, else what is wrong with it.
+constexpr int kMaxNodes = 1024;
+std::string nodes_problem(const std::string& text) {
+  bool digits = !text.empty() && text.size() <= 4 &&
+                text.find_first_not_of("0123456789") == std::string::npos;
+  int n = digits ? std::stoi(text) : 0;
+  if (n >= 1 && n <= kMaxNodes) return "";
+  return "invalid value '" + escape_control(text) +
+         "': expected a whole number of nodes from 1 to " + std::to_string(kMaxNodes);
+}
+
+CLI::Validator nodes_value() {
+  return CLI::Validator([](std::string& v) { return nodes_problem(v); }, "", "");
+}
+
+// --nodes on Slurm only: the local backend is one machine.
+int parse_nodes(const std::string& text, const std::string& backend) {
+  if (auto problem = nodes_problem(text); !problem.empty()) throw Fatal("--nodes: " + problem);
+  if (backend != "slurm")
+    throw Fatal("--nodes " + text +
+                ": multi-node jobs run on Slurm only (--backend slurm), not --backend " + backend);
+  return std::stoi(text);
+}
+
 }  // namespace
 
 void set_trailing_command(std::vector<std::string> command) { trailing() = std::move(command); }
@@ -56,6 +82,12 @@ void add_run_flags(CLI::App* sub, RunFlags& f) {
   sub->add_option("--backend", f.backend, "local or slurm (default $NODUS_BACKEND or local)")
       ->type_name("local|slurm")
       ->check(one_of({"local", "slurm"}));
+  sub->add_option("--nodes", f.nodes,
+                  "run on N Slurm nodes, one task each, with torchrun-style rendezvous variables "
+                  "(MASTER_ADDR, MASTER_PORT, NNODES, NODE_RANK, WORLD_SIZE, RANK); --gpu is per "
+                  "node, and the bill and caps cover every node")
+      ->type_name("N")
+      ->check(nodes_value());
   add_prices_flags(sub, f.prices, f.prices_only);
   sub->add_option("--rate", f.rate,
                   "the USD per hour actually paid, instead of the catalog's (per GPU; the whole "
@@ -143,6 +175,7 @@ engine::JobRequest to_request(const RunFlags& f) {
   if (r.backend != "local" && r.backend != "slurm")
     throw Fatal("--backend: unknown backend '" + r.backend + "': expected local or slurm");
   r.gpu = value_or_throw(parse_gpu_request(f.gpu));
+  if (!f.nodes.empty()) r.supervise.nodes = parse_nodes(f.nodes, r.backend);
   if (!f.max_cost.empty()) r.max_cost = value_or_throw(parse_usd(f.max_cost, "--max-cost"));
   if (!f.timeout.empty()) r.timeout = value_or_throw(parse_duration(f.timeout, "--timeout"));
   r.grace = value_or_throw(parse_duration(f.grace, "--grace"));

@@ -55,6 +55,7 @@ struct RunFlags {
   std::string workdir;
   std::string image;
   std::string backend;
+  std::string nodes;  // --nodes N (Slurm only), checked by to_request
   std::string prices;
   bool prices_only = false;
   std::string rate;              // --rate USD_PER_HOUR

@@ -19,6 +19,9 @@ double wall_seconds(const JobRecord& job) {
 std::string gpu_label(const JobRecord& job) {
   if (job.gpu_count == 0) return "-";
   std::string s = std::to_string(job.gpu_count) + " x " + job.gpu_type;
+  // A multi-node job's GPUs are every node's: say how they are spread.
+  if (int nodes = nodes_of(job); nodes > 1)
+    s += " (" + std::to_string(nodes) + " nodes x " + std::to_string(job.gpu_count / nodes) + ")";
   if (!job.gpu_indices.empty()) {
     s += " [";
     for (size_t i = 0; i < job.gpu_indices.size(); ++i)
@@ -147,6 +150,7 @@ nlohmann::json job_json(const JobRecord& job) {
       {"image", job.image},
       {"gpu_type", job.gpu_type},
       {"gpu_count", job.gpu_count},
+      {"nodes", nodes_of(job)},
       {"gpu_indices", job.gpu_indices},
       {"inventory_source", job.inventory_source},
       {"usd_per_gpu_hour", job.rate_per_gpu_hour},

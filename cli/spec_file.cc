@@ -144,9 +144,10 @@ class SpecReader {
     set(root["name"], "name", "--name", run.name);
     set(root["gpu"], "gpu", "--gpu", run.gpu);
     if (auto res = root["resources"]) {
-      if (!res.IsMap()) spec_.fail(res.Mark(), "resources: expected a map (gpu)");
-      spec_.check_keys(res, {"gpu"}, " in resources");
+      if (!res.IsMap()) spec_.fail(res.Mark(), "resources: expected a map (gpu, nodes)");
+      spec_.check_keys(res, {"gpu", "nodes"}, " in resources");
       set(res["gpu"], "resources.gpu", "--gpu", run.gpu);
+      set(res["nodes"], "resources.nodes", "--nodes", run.nodes);
     }
     if (auto caps = root["caps"]) {
       if (!caps.IsMap()) spec_.fail(caps.Mark(), "caps: expected a map (max_cost, timeout, ...)");
@@ -304,9 +305,12 @@ std::string sweep_spec_yaml(const RunFlags& run, const SweepSpec& sweep) {
   YAML::Emitter out;
   out << YAML::BeginMap;
   if (!run.name.empty()) out << YAML::Key << "name" << YAML::Value << run.name;
-  if (run.gpu != "none")
-    out << YAML::Key << "resources" << YAML::Value << YAML::BeginMap << YAML::Key << "gpu"
-        << YAML::Value << run.gpu << YAML::EndMap;
+  if (run.gpu != "none" || !run.nodes.empty()) {
+    out << YAML::Key << "resources" << YAML::Value << YAML::BeginMap;
+    if (run.gpu != "none") out << YAML::Key << "gpu" << YAML::Value << run.gpu;
+    if (!run.nodes.empty()) out << YAML::Key << "nodes" << YAML::Value << run.nodes;
+    out << YAML::EndMap;
+  }
   out << YAML::Key << "caps" << YAML::Value << YAML::BeginMap;
   if (!run.max_cost.empty()) out << YAML::Key << "max_cost" << YAML::Value << run.max_cost;
   if (!run.timeout.empty()) out << YAML::Key << "timeout" << YAML::Value << run.timeout;

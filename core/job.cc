@@ -86,4 +86,11 @@ std::optional<double> budget_cap_of(const nlohmann::json& options) {
   return it->get<double>();
 }
 
+int nodes_of(const nlohmann::json& options) {
+  if (!options.is_object()) return 1;
+  auto it = options.find("nodes");
+  if (it == options.end() || !it->is_number_integer() || it->get<int64_t>() < 1) return 1;
+  return static_cast<int>(it->get<int64_t>());
+}
+
 }  // namespace nodus

@@ -91,6 +91,12 @@ inline std::optional<double> budget_cap_of(const JobRecord& job) {
   return budget_cap_of(*job.options);
 }
 
+// The nodes a job runs on (its options' "nodes", --nodes; 1 when absent). A multi-node job's
+// gpu_count is all its nodes' GPUs together, nodes x the GPUs of each, so that its bill and its
+// caps are GPUs x rate x wall time for the whole allocation, as for one node.
+int nodes_of(const nlohmann::json& options);
+inline int nodes_of(const JobRecord& job) { return nodes_of(*job.options); }
+
 // Beside a local job's log: when its sentinel killed the job's tree, because its supervisor died
 // (unix seconds, as text). Written through a descriptor the supervisor opened before the job
 // started; read when the supervisor's death is reconciled, so the bill runs to that moment.

@@ -57,7 +57,7 @@ JobRecord build_job(const JobRequest& r, const billing::Catalog& catalog,
   if (!r.gpu.none()) {
     const billing::PriceEntry* entry = value_or_throw(catalog.lookup(r.gpu.type));
     job.gpu_type = entry->type;
-    job.gpu_count = r.gpu.count;
+    job.gpu_count = r.gpu.count * r.supervise.nodes;  // every node's GPUs (core/job.h nodes_of)
     job.rate_per_gpu_hour = entry->usd_per_gpu_hour;
     if (inventory) {
       check_inventory(r, entry->type, *inventory);
@@ -67,8 +67,9 @@ JobRecord build_job(const JobRequest& r, const billing::Catalog& catalog,
     job.rate_per_gpu_hour = *r.box_rate;  // a job without GPUs bills one unit (core/cost.h)
   }
   if (r.rate) {
-    // The rate actually paid; for the box, split over the job's GPUs so GPUs x rate is the box.
-    job.rate_per_gpu_hour = r.rate_per_box && job.gpu_count > 1 ? *r.rate / job.gpu_count : *r.rate;
+    // The rate actually paid; for the box, split over the box's GPUs so GPUs x rate is the box
+    // (a box per node for a multi-node job).
+    job.rate_per_gpu_hour = r.rate_per_box && r.gpu.count > 1 ? *r.rate / r.gpu.count : *r.rate;
   }
   if (r.max_cost && job.gpu_count == 0 && job.rate_per_gpu_hour <= 0)
     throw Fatal("--max-cost " + format_usd(*r.max_cost) +

@@ -2,6 +2,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/job.h"
+
 namespace nodus::engine {
 
 nlohmann::json SuperviseOptions::to_json() const {
@@ -18,6 +20,7 @@ nlohmann::json SuperviseOptions::to_json() const {
   if (tf32) j["tf32"] = true;
   if (measure) j["measure_ms"] = measure->count();
   if (cpus_per_gpu) j["cpus_per_gpu"] = *cpus_per_gpu;
+  if (nodes > 1) j["nodes"] = nodes;
   j["log_limit"] = log_limit;
   if (min_util) j["min_util"] = *min_util;
   if (budget_cap) j["budget_cap"] = *budget_cap;
@@ -41,6 +44,7 @@ SuperviseOptions SuperviseOptions::from_json(const nlohmann::json& j) {
   o.tf32 = j.value("tf32", false);
   if (j.contains("cpus_per_gpu")) o.cpus_per_gpu = j["cpus_per_gpu"].get<int>();
   o.log_limit = j.value("log_limit", kDefaultLogLimit);
+  o.nodes = nodes_of(j);
   if (j.contains("measure_ms"))
     o.measure = std::chrono::milliseconds(j["measure_ms"].get<int64_t>());
   return o;

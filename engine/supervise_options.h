@@ -28,6 +28,7 @@ struct SuperviseOptions {
   std::optional<std::chrono::milliseconds> measure;  // stop after this much steady state
   std::optional<int> cpus_per_gpu;                   // --cpus-per-gpu (backend/local/cpuset.h)
   uint64_t log_limit = kDefaultLogLimit;             // --log-limit in bytes; 0: none
+  int nodes = 1;  // --nodes: a Slurm job on this many nodes (core/job.h nodes_of)
   static constexpr uint64_t kDefaultLogLimit = uint64_t{1} << 30;
 
   nlohmann::json to_json() const;

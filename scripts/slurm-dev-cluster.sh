@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# A one-node Slurm cluster on this machine, for nodus's Slurm tests and for trying
-# `nodus run --backend slurm` without a real cluster.
+# A Slurm cluster of several nodes on this one machine (multiple slurmd: one slurmd per node,
+# each on its own port), for nodus's Slurm tests and for trying `nodus run --backend slurm`,
+# multi-node jobs (`--nodes`) included, without a real cluster.
 #
 #   scripts/slurm-dev-cluster.sh start    install (if missing), configure, start, wait until ready;
 #                                         prints the environment to use on stdout (eval-able)
@@ -11,14 +12,17 @@
 #
 # Debian's slurm-wlm 22.05: munged, a private MariaDB, slurmdbd, slurmctld, slurmd and two
 # slurmrestd processes (a unix socket with rest_auth/local, 127.0.0.1:PORT with rest_auth/jwt), all
-# plain processes (no systemd). slurmdbd keeps every job's accounting (start, end, each run of a
+# plain processes (no systemd); one slurmd per node (dev1, dev2, ...: NodeHostname=localhost,
+# each with its own Port, spool, pid and log file). slurmdbd keeps every job's accounting (start, end, each run of a
 # requeued job) after slurmctld forgets it (MinJobAge); slurmrestd serves it under /slurmdb/.
-# Fake GPUs gpu:h100:4,gpu:l4:2 live on character devices cloned from /dev/null.
+# Fake GPUs live on character devices cloned from /dev/null: gpu:h100:4,gpu:l4:2 on dev1 and
+# gpu:h100:4 on every other node (so the two L4s stay "every L4 there is").
 # Must run as root. State, config, logs and pid files live in $NODUS_SLURM_DEV_DIR
 # (default /tmp/nodus-slurm); `stop` only stops processes whose pid files are there.
 #
-# Environment: NODUS_SLURM_DEV_DIR, NODUS_SLURM_DEV_PORT (slurmctld port, slurmd uses +1;
-# default 6817), NODUS_SLURM_DEV_REST_PORT (JWT endpoint, default 6820), NODUS_SLURM_DEV_PROCTRACK
+# Environment: NODUS_SLURM_DEV_DIR, NODUS_SLURM_DEV_PORT (slurmctld port, default 6817; node
+# dev1's slurmd uses +1, dev2's +4, dev3's +5, ...), NODUS_SLURM_DEV_NODES (how many nodes, 1 to 8,
+# default 2), NODUS_SLURM_DEV_REST_PORT (JWT endpoint, default 6820), NODUS_SLURM_DEV_PROCTRACK
 # (cgroup, the default when a writable cgroup v1 freezer is mounted, or linuxproc),
 # NODUS_SLURM_DEV_ACCOUNTING (slurmdbd, the default, or none: no slurmdbd nor MariaDB, as on a
 # cluster without accounting), NODUS_SLURM_DEV_DB_PORT (MariaDB on 127.0.0.1, default 6830; slurmdbd
@@ -34,6 +38,8 @@ DBD_PORT=$((CTLD_PORT + 2))
 DB_PORT=${NODUS_SLURM_DEV_DB_PORT:-6830}
 ACCOUNTING=${NODUS_SLURM_DEV_ACCOUNTING:-slurmdbd}
 MIN_JOB_AGE=${NODUS_SLURM_DEV_MIN_JOB_AGE:-600}
+NODES=${NODUS_SLURM_DEV_NODES:-2}
+[[ $NODES =~ ^[1-8]$ ]] || { echo "slurm-dev-cluster: NODUS_SLURM_DEV_NODES=$NODES: expected 1 to 8" >&2; exit 2; }
 DB_SOCK=$DIR/db/mariadb.sock
 REST_USER=nodus-restd  # slurmrestd refuses to run as root; jobs sent over the socket run as it
 API=v0.0.38
@@ -76,6 +82,10 @@ stop_pid() {
   say "stopped $name (pid $pid)"
 }
 
+# Node $1's slurmd port: dev1 keeps the port the one node had (slurmctld + 1); the others come
+# after slurmdbd's (+2) and the JWT endpoint's default (+3).
+node_port() { if (($1 == 1)); then echo "$SLURMD_PORT"; else echo $((CTLD_PORT + 2 + $1)); fi; }
+
 # Waits up to $1 seconds for command "$2..." to succeed.
 wait_for() {
   local seconds=$1 i
@@ -112,7 +122,7 @@ ensure_user() {
 make_fake_gpus() {
   local i dev
   mkdir -p "$DIR/fakegpu"
-  for i in 0 1 2 3 4 5; do
+  for ((i = 0; i < 6 + 4 * (NODES - 1); i++)); do
     dev=$DIR/fakegpu/nvidia$i
     [[ -c $dev || -L $dev ]] && continue
     rm -f "$dev"
@@ -120,7 +130,8 @@ make_fake_gpus() {
   done
 }
 
-# slurm.conf for one node named localhost. CPUs are overstated (config_overrides) so that a
+# slurm.conf for nodes dev1..devN, all on this machine (NodeHostname=localhost, a Port each:
+# slurm-wlm is built with MULTIPLE_SLURMD, so `slurmd -N devK` serves node devK). CPUs are overstated (config_overrides) so that a
 # 2-core CI machine runs several test jobs at once; sockets and threads follow `slurmd -C`.
 write_config() {
   local topo sockets threads mem cpus=8 cores proctrack=proctrack/linuxproc task=task/none
@@ -160,11 +171,11 @@ CredType=cred/munge
 AuthAltTypes=auth/jwt
 AuthAltParameters=jwt_key=$DIR/spool/jwt_hs256.key
 StateSaveLocation=$DIR/spool/ctld
-SlurmdSpoolDir=$DIR/spool/d
+SlurmdSpoolDir=$DIR/spool/d-%n
 SlurmctldPidFile=$DIR/run/slurmctld.pid
-SlurmdPidFile=$DIR/run/slurmd.pid
+SlurmdPidFile=$DIR/run/slurmd-%n.pid
 SlurmctldLogFile=$DIR/log/slurmctld.log
-SlurmdLogFile=$DIR/log/slurmd.log
+SlurmdLogFile=$DIR/log/slurmd-%n.log
 ProctrackType=$proctrack
 TaskPlugin=$task
 MpiDefault=none
@@ -182,14 +193,20 @@ JobCompType=jobcomp/none
 JobAcctGatherType=jobacct_gather/none
 GresTypes=gpu
 SlurmdParameters=config_overrides
-NodeName=localhost NodeAddr=127.0.0.1 CPUs=$cpus Boards=1 SocketsPerBoard=$sockets CoresPerSocket=$cores ThreadsPerCore=$threads RealMemory=$mem Gres=gpu:h100:4,gpu:l4:2 State=UNKNOWN
-PartitionName=debug Nodes=localhost Default=YES MaxTime=INFINITE State=UP
 EOF
-  cat >"$DIR/etc/gres.conf.new" <<EOF
-AutoDetect=off
-NodeName=localhost Name=gpu Type=h100 File=$DIR/fakegpu/nvidia[0-3]
-NodeName=localhost Name=gpu Type=l4 File=$DIR/fakegpu/nvidia[4-5]
-EOF
+  local i hw="CPUs=$cpus Boards=1 SocketsPerBoard=$sockets CoresPerSocket=$cores ThreadsPerCore=$threads RealMemory=$mem"
+  echo "AutoDetect=off" >"$DIR/etc/gres.conf.new"
+  for ((i = 1; i <= NODES; i++)); do
+    if ((i == 1)); then
+      echo "NodeName=dev1 NodeHostname=localhost NodeAddr=127.0.0.1 Port=$(node_port 1) $hw Gres=gpu:h100:4,gpu:l4:2 State=UNKNOWN"
+      echo "NodeName=dev1 Name=gpu Type=h100 File=$DIR/fakegpu/nvidia[0-3]" >>"$DIR/etc/gres.conf.new"
+      echo "NodeName=dev1 Name=gpu Type=l4 File=$DIR/fakegpu/nvidia[4-5]" >>"$DIR/etc/gres.conf.new"
+    else
+      echo "NodeName=dev$i NodeHostname=localhost NodeAddr=127.0.0.1 Port=$(node_port "$i") $hw Gres=gpu:h100:4 State=UNKNOWN"
+      echo "NodeName=dev$i Name=gpu Type=h100 File=$DIR/fakegpu/nvidia[$((4 * i - 2))-$((4 * i + 1))]" >>"$DIR/etc/gres.conf.new"
+    fi
+  done >>"$CONF.new"
+  echo "PartitionName=debug Nodes=dev[1-$NODES] Default=YES MaxTime=INFINITE State=UP" >>"$CONF.new"
   # Containment only: no core, memory or device limits (the fake GPUs are /dev/null clones).
   cat >"$DIR/etc/cgroup.conf.new" <<EOF
 CgroupPlugin=cgroup/v1
@@ -332,23 +349,34 @@ start_slurmctld() {
   say "started slurmctld (pid $(<"$DIR/run/slurmctld.pid"))"
 }
 
-node_state() { sinfo -h -n localhost -o %t 2>/dev/null | head -1; }
-node_idle() { [[ $(node_state) =~ ^(idle|mix|alloc)$ ]]; }
+node_state() { sinfo -h -n "$1" -o %t 2>/dev/null | head -1; }
+node_idle() { [[ $(node_state "$1") =~ ^(idle|mix|alloc)$ ]]; }
 
+# One slurmd per node, each told its node's name (-N): its port, spool, pid and log file follow
+# from slurm.conf (%n).
 start_slurmd() {
-  if ! alive "$DIR/run/slurmd.pid" slurmd; then
-    slurmd -f "$CONF" -N localhost </dev/null >>"$DIR/log/slurmd.out" 2>&1 9>&-
-    wait_for 10 alive "$DIR/run/slurmd.pid" slurmd || die "slurmd did not start (see $DIR/log/slurmd.log)"
-    say "started slurmd (pid $(<"$DIR/run/slurmd.pid"))"
-  fi
-  wait_for 5 node_idle && return 0
-  # A node that once registered badly stays drained until resumed.
-  scontrol update nodename=localhost state=resume >/dev/null 2>&1 || true
-  if ! wait_for 20 node_idle; then
-    tail -n 20 "$DIR/log/slurmd.log" >&2 || true
-    die "node localhost is '$(node_state)', not idle"
+  local node=$1 pid=$DIR/run/slurmd-$1.pid
+  if ! alive "$pid" slurmd; then
+    slurmd -f "$CONF" -N "$node" </dev/null >>"$DIR/log/slurmd-$node.out" 2>&1 9>&-
+    wait_for 10 alive "$pid" slurmd || die "slurmd of $node did not start (see $DIR/log/slurmd-$node.log)"
+    say "started slurmd of $node (pid $(<"$pid"))"
   fi
 }
+
+wait_node_idle() {
+  local node=$1
+  wait_for 5 node_idle "$node" && return 0
+  # A node that once registered badly stays drained until resumed.
+  scontrol update nodename="$node" state=resume >/dev/null 2>&1 || true
+  if ! wait_for 20 node_idle "$node"; then
+    tail -n 20 "$DIR/log/slurmd-$node.log" >&2 || true
+    die "node $node is '$(node_state "$node")', not idle"
+  fi
+}
+
+# The slurmd pid files there are, of this and of earlier node counts (and the one slurmd of the
+# cluster before it had several nodes, run/slurmd.pid).
+slurmd_pid_files() { compgen -G "$DIR/run/slurmd*.pid" || true; }
 
 rest_ping_socket() {
   curl -sf --max-time 2 --unix-socket "$SOCK" "http://localhost/slurm/$API/ping" | grep -q '"UP"'
@@ -411,11 +439,10 @@ cmd_start() {
   make_fake_gpus
   if write_config; then
     # A changed config needs slurmctld and slurmd restarted together.
-    if alive "$DIR/run/slurmctld.pid" slurmctld || alive "$DIR/run/slurmd.pid" slurmd; then
-      say "configuration changed: restarting slurmctld and slurmd"
-      stop_pid "$DIR/run/slurmd.pid" slurmd
-      stop_pid "$DIR/run/slurmctld.pid" slurmctld
-    fi
+    say "configuration changed: (re)starting slurmctld and every slurmd"
+    local f
+    for f in $(slurmd_pid_files); do stop_pid "$f" slurmd; done
+    stop_pid "$DIR/run/slurmctld.pid" slurmctld
   fi
   start_munge
   if [[ $ACCOUNTING == slurmdbd ]]; then
@@ -423,7 +450,9 @@ cmd_start() {
     start_slurmdbd
   fi
   start_slurmctld
-  start_slurmd
+  local i
+  for ((i = 1; i <= NODES; i++)); do start_slurmd "dev$i"; done
+  for ((i = 1; i <= NODES; i++)); do wait_node_idle "dev$i"; done
   start_restd restd-socket rest_auth/local "unix:$SOCK" rest_ping_socket
   start_restd restd-jwt rest_auth/jwt "127.0.0.1:$REST_PORT" rest_ping_tcp
   say "ready"
@@ -445,7 +474,8 @@ cmd_stop() {
   fi
   stop_pid "$DIR/run/restd-jwt.pid" slurmrestd
   stop_pid "$DIR/run/restd-socket.pid" slurmrestd
-  stop_pid "$DIR/run/slurmd.pid" slurmd
+  local f
+  for f in $(slurmd_pid_files); do stop_pid "$f" slurmd; done
   stop_pid "$DIR/run/slurmctld.pid" slurmctld
   stop_pid "$DIR/run/slurmdbd.pid" slurmdbd
   stop_pid "$DIR/run/mariadbd.pid" mariadbd
@@ -454,8 +484,10 @@ cmd_stop() {
 }
 
 cmd_status() {
-  local ok=0 f name
-  for f in slurmctld:slurmctld slurmd:slurmd restd-socket:slurmrestd restd-jwt:slurmrestd; do
+  local ok=0 f name i
+  local daemons=(slurmctld:slurmctld)
+  for ((i = 1; i <= NODES; i++)); do daemons+=("slurmd-dev$i:slurmd"); done
+  for f in "${daemons[@]}" restd-socket:slurmrestd restd-jwt:slurmrestd; do
     name=${f#*:}
     if alive "$DIR/run/${f%%:*}.pid" "$name"; then
       echo "${f%%:*}: running (pid $(<"$DIR/run/${f%%:*}.pid"))"
@@ -467,7 +499,7 @@ cmd_status() {
   if munge_works; then echo "munge: working"; else echo "munge: not working"; ok=3; fi
   if ((ok == 0)); then
     if ctld_up; then echo "scontrol ping: UP"; else echo "scontrol ping: DOWN"; ok=3; fi
-    echo "node localhost: $(node_state)"
+    for ((i = 1; i <= NODES; i++)); do echo "node dev$i: $(node_state "dev$i")"; done
     if rest_ping_socket; then echo "rest socket: UP"; else echo "rest socket: DOWN"; ok=3; fi
     if rest_ping_tcp; then echo "rest jwt: UP"; else echo "rest jwt: DOWN"; ok=3; fi
   fi

@@ -27,6 +27,7 @@ struct SubmitRequest {
   std::string container;                   // OCI bundle, or ""
   std::string partition;                   // "" = the cluster's default
   std::string array;                       // "0-7%2", or "" for a plain job
+  int nodes = 1;  // more than 1: that many nodes, one task per node (the script sruns them)
 };
 
 // One record of GET /job/{id} or /jobs: a job, or one task of an array job.

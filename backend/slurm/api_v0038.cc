@@ -78,6 +78,12 @@ class ApiV0038 : public SlurmApi {
     if (!r.container.empty()) job["container"] = r.container;
     if (!r.partition.empty()) job["partition"] = r.partition;
     if (!r.array.empty()) job["array"] = r.array;
+    if (r.nodes > 1) {
+      // Measured: `"nodes": 2, "tasks_per_node": 1` gives SLURM_NNODES=2, SLURM_NTASKS=2 (a
+      // "minimum_nodes"/"maximum_nodes" pair is refused as an unknown key).
+      job["nodes"] = r.nodes;
+      job["tasks_per_node"] = 1;
+    }
     return json{{"script", r.script}, {"job", job}}.dump();
   }
 

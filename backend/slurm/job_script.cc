@@ -45,6 +45,18 @@ namespace {
 
 int64_t millis(billing::Seconds s) { return static_cast<int64_t>(std::floor(s.count() * 1000)); }
 
+// nodus_tool NAME: sets nodus_path to NAME in a fixed system folder, never from the job's PATH;
+// nodus_env: the environment of its own each such tool runs with.
+constexpr std::string_view kTools = R"SH(nodus_tool() {
+  local d
+  for d in /usr/bin /bin /usr/sbin /sbin /usr/local/bin /opt/slurm/bin; do
+    [[ -f $d/$1 && -x $d/$1 ]] && { nodus_path=$d/$1; return 0; }
+  done
+  return 1
+}
+nodus_env=(/usr/bin/env -i "SLURM_CONF=${SLURM_CONF-}" SLURM_TIME_FORMAT=%s LC_ALL=C)
+)SH";
+
 // The enforcer (job_script.h, docs/slurm.md). What it runs, it runs by absolute path and with
 // an environment of its own (`env -i`), so neither the job's PATH nor its variables
 // (SLURM_TIME_FORMAT, TZ, ...) reach it; bash itself runs with -p (no BASH_ENV, no functions
@@ -66,15 +78,9 @@ std::string enforcer(const billing::StopPlan& plan, const std::vector<std::strin
                   " ms after Slurm started the job, even when nodus is gone.\n";
   s += "nodus_term_ms=" + std::to_string(term_ms) + " nodus_after_ms=" + std::to_string(after) +
        "\n";
-  s += R"SH(nodus_tool() {
-  local d
-  for d in /usr/bin /bin /usr/sbin /sbin /usr/local/bin /opt/slurm/bin; do
-    [[ -f $d/$1 && -x $d/$1 ]] && { nodus_path=$d/$1; return 0; }
-  done
-  return 1
-}
-nodus_env=(/usr/bin/env -i "SLURM_CONF=${SLURM_CONF-}" SLURM_TIME_FORMAT=%s LC_ALL=C)
-nodus_tool timeout && nodus_timeout=$nodus_path || { echo "nodus: no timeout(1) on this node: the job does not run" >&2; exit 126; }
+  s += kTools;
+  s +=
+      R"SH(nodus_tool timeout && nodus_timeout=$nodus_path || { echo "nodus: no timeout(1) on this node: the job does not run" >&2; exit 126; }
 nodus_ns=(--pid --fork --mount-proc --kill-child)
 ((EUID == 0)) || nodus_ns=(--user --map-current-user "${nodus_ns[@]}")
 if nodus_tool unshare && nodus_unshare=$nodus_path &&
@@ -168,6 +174,80 @@ exit $nodus_status
   return s;
 }
 
+// What each node runs: its rendezvous variables, then the job under the node's own enforcer
+// (the same plan, counted from the job's start time on every node: one absolute deadline), or
+// the job alone.
+std::string node_part(const JobRecord& job) {
+  std::string s;
+  if (nodes_of(job) > 1)
+    s += "# This node's rank: Slurm's node index in the job (srun sets it for each node's task).\n"
+         "export NODE_RANK=${SLURM_NODEID-} RANK=${SLURM_NODEID-} LOCAL_RANK=0 "
+         "LOCAL_WORLD_SIZE=1\n";
+  if (auto plan = billing::plan_stop(job)) return s + enforcer(*plan, job.argv);
+  return s + exec_line(job.argv) + "\n";
+}
+
+// A job on several nodes: the batch script (on the first node) sets the rendezvous every node
+// shares, then srun runs one task per node, node_part() in `bash -p`, each with its own
+// enforcer. --kill-on-bad-exit: a node whose task fails ends the others' too, and the job ends
+// with that task's status.
+std::string multi_node_launch(const JobRecord& job) {
+  const std::string n = std::to_string(nodes_of(job));
+  std::string s = "# " + n + " nodes, one task each.\n";
+  s += kTools;
+  s += "nodus_node=" + shell_quote(node_part(job)) + "\n";
+  s +=
+      R"SH(nodus_tool srun && nodus_srun=$nodus_path || { echo "nodus: no srun on this node: a multi-node job does not run" >&2; exit 126; }
+# The rendezvous: the first node's address (its NodeAddr, else its name) and a port from the
+# job's id, unless the job was given its own (-e MASTER_ADDR=..., -e MASTER_PORT=...).
+nodus_first= nodus_addr=
+if [[ -n ${SLURM_JOB_NODELIST-} ]] && nodus_tool scontrol; then
+  read -r nodus_first _ < <("${nodus_env[@]}" "$nodus_path" show hostnames "${SLURM_JOB_NODELIST-}" 2>/dev/null)
+  [[ -n $nodus_first && $("${nodus_env[@]}" "$nodus_path" -o show node "$nodus_first" 2>/dev/null) =~ (^| )NodeAddr=([^ ]+) ]] &&
+    nodus_addr=${BASH_REMATCH[2]}
+fi
+export MASTER_ADDR=${MASTER_ADDR:-${nodus_addr:-${nodus_first:-$HOSTNAME}}}
+export MASTER_PORT=${MASTER_PORT:-$((29500 + ${SLURM_JOB_ID:-0} % 10000))}
+)SH";
+  s += "export NNODES=" + n + " WORLD_SIZE=" + n + "\n";
+  // srun's own status says little: with --kill-on-bad-exit the first task to end badly makes
+  // srun TERM the others, and srun then exits 143 whatever that first status was (measured:
+  // a task's exit 124, 137 or 3 all gave 143). So a job stopped by its plan (every node's
+  // enforcer stops its task at the same deadline) is told apart here, as job_states.cc does,
+  // by when it ended: at or after the plan's TERM it exits 124, what one node's enforcer gives.
+  int64_t term_s = -1;
+  if (auto plan = billing::plan_stop(job))
+    term_s = static_cast<int64_t>(std::floor(plan->term_after.count()));
+  s += "nodus_term_s=" + std::to_string(term_s) + "\n";
+  // The origin, as the enforcer's: Slurm's start time of the job, else this script's start.
+  s += R"SH(nodus_t0=$EPOCHSECONDS
+if ((nodus_term_s >= 0)) && [[ -n ${SLURM_JOB_ID-} ]] && nodus_tool scontrol &&
+  [[ $("${nodus_env[@]}" "$nodus_path" -o show job "$SLURM_JOB_ID" 2>/dev/null) =~ (^| )StartTime=([0-9]+)( |$) ]]; then
+  nodus_t0=${BASH_REMATCH[2]}
+fi
+)SH";
+  s += "\"$nodus_srun\" --nodes=" + n + " --ntasks=" + n +
+       " --ntasks-per-node=1 --kill-on-bad-exit=1 --export=ALL /bin/bash -p -c \"$nodus_node\" "
+       "nodus-node &\n";
+  // Slurm signals only the batch script's process: srun passes them on to every node's task.
+  s += R"SH(nodus_pid=$!
+for nodus_sig in TERM INT HUP QUIT USR1 USR2; do trap "kill -s $nodus_sig $nodus_pid 2>/dev/null" $nodus_sig; done
+while :; do
+  wait $nodus_pid 2>/dev/null
+  nodus_status=$?
+  kill -0 $nodus_pid 2>/dev/null || break
+done
+trap - TERM INT HUP QUIT USR1 USR2
+if ((nodus_status != 0 && nodus_term_s >= 0 && EPOCHSECONDS - nodus_t0 >= nodus_term_s - 1)); then
+  echo "nodus: the job's deadline ended it on every node (srun's status $nodus_status)" >&2
+  exit 124
+fi
+((nodus_status == 0)) || echo "nodus: a node's task ended with an error, or was stopped, and srun ended the others (srun's status $nodus_status; its lines above name the node)" >&2
+exit $nodus_status
+)SH";
+  return s;
+}
+
 }  // namespace
 
 std::string job_script(const JobRecord& job, const std::string& workdir,
@@ -191,8 +271,7 @@ fi
   s += "cd -- " + shell_quote(workdir) +
        " || { echo \"nodus: cannot enter the working directory \"" + shell_quote(workdir) +
        " >&2; exit 126; }\n";
-  if (auto plan = billing::plan_stop(job)) return s + enforcer(*plan, job.argv);
-  return s + exec_line(job.argv) + "\n";
+  return s + (nodes_of(job) > 1 ? multi_node_launch(job) : node_part(job));
 }
 
 std::optional<int> time_limit_minutes(const JobRecord& job) {
@@ -237,7 +316,9 @@ Result<SubmitRequest> build_submit(const JobRecord& job, const LaunchSpec& spec,
   r.script = job_script(job, r.working_dir, r.output_path);
   r.env = job_environment(spec, settings);
   if (r.env.count("NODUS_METRICS")) r.env["NODUS_METRICS"] = metrics_path(settings, job);
-  r.gres = gres_request(job.gpu_type, job.gpu_count, settings);
+  // Slurm's gres is per node; a multi-node job's gpu_count is every node's (core/job.h).
+  r.nodes = nodes_of(job);
+  r.gres = gres_request(job.gpu_type, job.gpu_count / r.nodes, settings);
   r.container = job.image;
   r.partition = settings.partition;
   return r;

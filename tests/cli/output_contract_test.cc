@@ -32,39 +32,14 @@ const Keys kPrices = {"type",   "aliases",    "usd_per_gpu_hour",
                       "via",    "note",       "origin"};
 const Keys kEstimate = {"util", "wall_hours", "cost_usd", "idle_usd", "saved_usd"};
 const Keys kConfig = {"key", "env", "value", "default", "meaning"};
-const Keys kShowJob = {"schema_version",
-                       "id",
-                       "name",
-                       "state",
-                       "backend",
-                       "backend_id",
-                       "command",
-                       "env",
-                       "workdir",
-                       "image",
-                       "gpu_type",
-                       "gpu_count",
-                       "gpu_indices",
-                       "inventory_source",
-                       "usd_per_gpu_hour",
-                       "max_cost_usd",
-                       "timeout_s",
-                       "grace_s",
-                       "stop_plan",
-                       "exit_code",
-                       "signal",
-                       "created_at",
-                       "started_at",
-                       "ended_at",
-                       "wall_s",
-                       "gpu_seconds",
-                       "cost_usd",
-                       "log_path",
-                       "note",
-                       "sweep_id",
-                       "cell",
-                       "params",
-                       "stats"};
+const Keys kShowJob = {
+    "schema_version",   "id",           "name",       "state",       "backend",
+    "backend_id",       "command",      "env",        "workdir",     "image",
+    "gpu_type",         "gpu_count",    "nodes",      "gpu_indices", "inventory_source",
+    "usd_per_gpu_hour", "max_cost_usd", "timeout_s",  "grace_s",     "stop_plan",
+    "exit_code",        "signal",       "created_at", "started_at",  "ended_at",
+    "wall_s",           "gpu_seconds",  "cost_usd",   "log_path",    "note",
+    "sweep_id",         "cell",         "params",     "stats"};
 
 std::set<std::string> key_set(const nlohmann::json& object) {
   std::set<std::string> keys;

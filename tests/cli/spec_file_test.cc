@@ -236,6 +236,10 @@ TEST(SpecFile, ValuesAreRefusedExactlyAsTheirFlagsAre) {
            {"run", "name: a\nname: b\n", "2:1: duplicate key 'name' (first at line 1)"},
            {"run", "caps: {timeout: 1h, timeout: 1s}\n", "duplicate key 'timeout'"},
            {"run", "env: {A: 1, A: 2}\n", "duplicate key 'A'"},
+           {"run", "backend: slurm\nresources: {nodes: 0}\n",
+            "invalid value '0': expected a whole number of nodes from 1 to 1024"},
+           {"sweep", "params: {a: [1]}\nbackend: slurm\nresources: {nodes: many}\n",
+            "invalid value 'many': expected a whole number of nodes"},
        }) {
     write_file(f, c.text + command);
     auto r = home.run({c.command, "-f", f});

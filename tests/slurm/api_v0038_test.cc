@@ -120,7 +120,8 @@ TEST(SlurmApiV0038, SubmitBodyHasWhatSlurmNeedsAndNothingElse) {
   EXPECT_EQ(job["environment"]["NODUS_JOB_ID"], "1");
   EXPECT_EQ(job["open_mode"], "append");  // a requeued job's next run adds to its output
   // Unset options are left out: slurmrestd rejects unknown keys and nulls would be one.
-  for (const char* key : {"time_limit", "gres", "container", "partition", "array"})
+  for (const char* key :
+       {"time_limit", "gres", "container", "partition", "array", "nodes", "tasks_per_node"})
     EXPECT_FALSE(job.contains(key)) << key;
 
   r.time_limit_minutes = 3;
@@ -134,6 +135,12 @@ TEST(SlurmApiV0038, SubmitBodyHasWhatSlurmNeedsAndNothingElse) {
   EXPECT_EQ(job["container"], "/images/pytorch");
   EXPECT_EQ(job["partition"], "gpu");
   EXPECT_EQ(job["array"], "0-3%2");
+  EXPECT_FALSE(job.contains("nodes"));  // one node: Slurm's default, left out
+
+  r.nodes = 2;  // one task on each node
+  job = nlohmann::json::parse(api().submit_body(r))["job"];
+  EXPECT_EQ(job["nodes"], 2);
+  EXPECT_EQ(job["tasks_per_node"], 1);
 }
 
 TEST(SlurmApiV0038, PathsCarryTheVersion) {

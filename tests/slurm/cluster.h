@@ -1,7 +1,8 @@
 #pragma once
-// The real one-node Slurm cluster the integration tests run against: started once per test
-// executable with scripts/slurm-dev-cluster.sh when it is not up (and stopped after a whole run
-// that started it). When it cannot start, integration tests skip with a loud message saying why.
+// The real Slurm cluster the integration tests run against (two nodes, dev1 and dev2, both on
+// this machine): started once per test executable with scripts/slurm-dev-cluster.sh when it is
+// not up (and stopped after a whole run that started it). When it cannot start, integration
+// tests skip with a loud message saying why.
 
 #include <gtest/gtest.h>
 

@@ -278,6 +278,68 @@ TEST(SlurmJobScript, MissingWorkdirFailsClearlyInsteadOfRunningElsewhere) {
       << both;
 }
 
+JobRecord two_node_job(std::vector<std::string> argv) {
+  JobRecord job = job_with(std::move(argv));
+  job.options = nlohmann::json{{"nodes", 2}};
+  return job;
+}
+
+// The script of a 2-node job with its srun replaced by what srun runs on node `node_id`: the
+// node's part, in `bash -p -c`, with SLURM_NODEID set as srun sets it for that node's task.
+std::string as_node(std::string script, int node_id) {
+  const std::string launch = "\"$nodus_srun\" --nodes";
+  auto at = script.find(launch);
+  EXPECT_NE(at, std::string::npos) << script;
+  if (at == std::string::npos) return script;
+  auto end = script.find(" /bin/bash -p -c", at);
+  script.replace(at, end - at, "SLURM_NODEID=" + std::to_string(node_id));
+  return script;
+}
+
+TEST(SlurmJobScript, AMultiNodeJobRunsOneTaskPerNodeThroughSrun) {
+  std::string script = job_script(two_node_job({"true"}), "/w", "/o.out");
+  EXPECT_NE(script.find("\"$nodus_srun\" --nodes=2 --ntasks=2 --ntasks-per-node=1 "
+                        "--kill-on-bad-exit=1 --export=ALL /bin/bash -p -c \"$nodus_node\""),
+            std::string::npos)
+      << script;
+  EXPECT_NE(script.find("export NNODES=2 WORLD_SIZE=2"), std::string::npos) << script;
+  // One node: no srun, as before.
+  EXPECT_EQ(job_script(job_with({"true"}), "/w", "/o.out").find("srun"), std::string::npos);
+}
+
+TEST(SlurmJobScript, EachNodeGetsItsRankAndTheSharedRendezvous) {
+  // Outside Slurm there is no node list: the rendezvous address falls back to this host's name,
+  // the port to 29500 + the job id % 10000. A value the job was given (-e) is kept.
+  std::vector<std::string> argv = {
+      "bash", "-c",
+      "echo \"$NODE_RANK/$NNODES $RANK/$WORLD_SIZE $LOCAL_RANK $MASTER_ADDR:$MASTER_PORT $1\"",
+      "arg0", "it's $(data)"};
+  std::string script = job_script(two_node_job(argv), "/tmp", "/tmp/nodus-no-such-output");
+  char host[256] = {};
+  gethostname(host, sizeof host - 1);
+  EXPECT_EQ(run_script(as_node(script, 0), "SLURM_JOB_ID=12345"),
+            "0/2 0/2 0 " + std::string(host) + ":31845 it's $(data)\n");
+  EXPECT_EQ(run_script(as_node(script, 1), "SLURM_JOB_ID=12345 MASTER_ADDR=10.0.0.7"),
+            "1/2 1/2 0 10.0.0.7:31845 it's $(data)\n");
+}
+
+TEST(SlurmJobScript, EveryNodeOfABoundedJobRunsUnderItsOwnEnforcer) {
+  JobRecord job = two_node_job({"sleep", "30"});
+  job.timeout_ms = 1500;
+  job.grace_ms = 1000;
+  std::string script = job_script(job, "/tmp", "/tmp/nodus-no-such-output");
+  // The enforcer is inside the node's part (the quoted script srun runs), not in the batch
+  // script's own lines: every node counts the same plan from the job's start.
+  auto node_part_at = script.find("nodus_node='");
+  ASSERT_NE(node_part_at, std::string::npos) << script;
+  EXPECT_GT(script.find("nodus_term_ms=1500 nodus_after_ms=1000"), node_part_at) << script;
+  auto t0 = std::chrono::steady_clock::now();
+  run_script(as_node(script, 1));
+  double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  EXPECT_GE(took, 0.4);
+  EXPECT_LT(took, 4.0);
+}
+
 TEST(SlurmTimeLimit, IsThePlansKillRoundedUp) {
   JobRecord job = job_with({"true"});
   EXPECT_FALSE(time_limit_minutes(job).has_value());
@@ -371,6 +433,14 @@ TEST(SlurmBuildSubmit, FillsEveryField) {
   char cwd[4096];
   ASSERT_NE(getcwd(cwd, sizeof cwd), nullptr);
   EXPECT_EQ(build_submit(job, spec, settings)->working_dir, cwd);  // as a local job would
+  EXPECT_EQ(r->nodes, 1);
+  // Two nodes: Slurm's gres is per node, the job's gpu_count is both nodes' GPUs.
+  job.gpu_count = 8;
+  job.options = nlohmann::json{{"nodes", 2}};
+  auto two = build_submit(job, spec, settings);
+  ASSERT_TRUE(two.ok());
+  EXPECT_EQ(two->nodes, 2);
+  EXPECT_EQ(two->gres, "gpu:h100:4");
   job.argv.clear();
   EXPECT_FALSE(build_submit(job, spec, settings).ok());
 }
