@@ -116,6 +116,11 @@ class Backend {
   // backend cannot tell.
   virtual std::optional<std::string> check_leftovers(JobRecord& job) { return std::nullopt; }
 
+  // Where the job writes its NODUS_METRICS file and nodus reads it; the Python hook's folder
+  // goes beside it (engine/measure.h). Local: the store's own (job.metrics_path); a cluster: a
+  // folder every node of the job and nodus share.
+  virtual std::string metrics_path(const JobRecord& job) { return job.metrics_path; }
+
   // Updates a job this process does not supervise (detached, or its supervisor died) from the
   // backend's own records. Returns true if the record changed.
   virtual Result<bool> refresh(JobRecord& job) { return false; }

@@ -225,6 +225,24 @@ void stats_rows(Table& t, store::Store& store, const JobRecord& job, const nlohm
     }
     if (v.value("ranks", 1) > 1) field(t, "ranks", std::to_string(v["ranks"].get<int>()));
   }
+  // Each rank's figures (nodus's hook, one file per rank), and which one the others wait for.
+  if (v.contains("per_rank") && v["per_rank"].is_array()) {
+    for (const auto& r : v["per_rank"]) {
+      std::string text = r.contains("node") ? r["node"].get<std::string>() + ": " : "";
+      const double tp = r.value("samples_per_sec", 0.0);
+      char buf[160];
+      std::snprintf(buf, sizeof buf, "%.*f samples_per_sec", tp >= 100 ? 0 : tp >= 10 ? 1 : 2, tp);
+      text += buf;
+      if (r.contains("data_wait"))
+        text += ", data wait " + format_percent(100 * r["data_wait"].get<double>());
+      if (r.contains("step_time")) {
+        std::snprintf(buf, sizeof buf, ", step %.1f ms", 1000 * r["step_time"].get<double>());
+        text += buf;
+      }
+      field(t, "rank " + std::to_string(r.value("rank", 0)), text);
+    }
+    if (v.contains("ranks_note")) field(t, "slowest rank", v["ranks_note"].get<std::string>());
+  }
   if (v.contains("io") &&
       (v["io"].value("readable", false) || v["io"].contains("cgroup_read_bytes"))) {
     const auto& io = v["io"];

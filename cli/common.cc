@@ -155,8 +155,9 @@ void check_loader_reach(const RunFlags& f, const engine::JobRequest& r, const st
   // Refused before anything runs where the hook cannot set them: never a knob asked for and
   // silently not set.
   const std::string why =
-      f.no_instrument        ? "they are set by nodus's Python hook: drop --no-instrument"
-      : r.backend != "local" ? "only local jobs get nodus's Python hook, not --backend " + r.backend
+      f.no_instrument ? "they are set by nodus's Python hook: drop --no-instrument"
+      : r.backend != "local" && !r.image.empty()
+          ? "a --backend " + r.backend + " job in a container does not get nodus's Python hook"
       : !telemetry::runs_python(r.argv)
           ? "'" + (r.argv.empty() ? std::string() : r.argv[0]) +
                 "' does not run Python: the knobs reach a PyTorch DataLoader through nodus's "

@@ -14,7 +14,7 @@ namespace {
 struct RunFigures {
   double wall_s = 0, gpu_seconds = 0, cost = 0;
   std::optional<double> throughput, data_wait, util_mean, idle_usd, per_m;
-  std::optional<std::string> verdict;
+  std::optional<std::string> verdict, slowest_rank;
   std::optional<int> workers;  // the driving DataLoader's num_workers (the hook's)
   std::string unsteady;        // sweep::CellResult::unsteady
   std::map<std::string, double> metrics;
@@ -46,6 +46,16 @@ RunFigures figures_of(store::Store& store, const JobRecord& job) {
     if (v.contains("verdict") && v["verdict"].is_string() &&
         (f.util_mean || v["verdict"] != "no-gpu-data"))
       f.verdict = v["verdict"].get<std::string>();
+    // Of several ranks, the one the others wait for, with its node (engine/measure.cc).
+    if (v.contains("slowest_rank") && v["slowest_rank"].is_number_integer()) {
+      const int rank = v["slowest_rank"].get<int>();
+      f.slowest_rank = "rank " + std::to_string(rank);
+      if (v.contains("per_rank") && v["per_rank"].is_array())
+        for (const auto& r : v["per_rank"])
+          if (r.is_object() && r.value("rank", -1) == rank && r.contains("node") &&
+              r["node"].is_string())
+            *f.slowest_rank += " (" + r["node"].get<std::string>() + ")";
+    }
     // Phases known but no steady state: every rate is the warm-up's (engine/measure.cc).
     if (v.contains("phases") && v["phases"].is_object() && !v["phases"].contains("steady_s"))
       f.unsteady = "still in warm-up at the end";
@@ -82,6 +92,7 @@ void add_figures(sweep::CellResult& r, const std::vector<RunFigures>& runs) {
   r.util_mean = mean_opt(runs, &RunFigures::util_mean);
   r.idle_usd = mean_opt(runs, &RunFigures::idle_usd);
   r.verdict = runs.back().verdict;
+  r.slowest_rank = runs.back().slowest_rank;
   r.loader_workers = runs.back().workers;
   for (const auto& f : runs)
     if (f.workers != r.loader_workers) r.loader_workers.reset();  // runs that disagree

@@ -35,7 +35,9 @@ std::string hook_dir(const JobRecord& job);
 // wait, and are not the job's own metrics (a sweep's metric columns leave them out).
 bool is_hook_metric(std::string_view name);
 
-// Decides whether the job gets the Python hook and, if so, writes it and adds PYTHONPATH
+// Decides whether the job gets the Python hook and, if so, writes it (a local job's; a Slurm
+// job's script writes its own as the job's user, in the workdir its nodes share with nodus:
+// Backend::metrics_path) and adds PYTHONPATH
 // (the hook's folder first, then the user's or nodus's own), NODUS_HOOK_DIR and NODUS_WARMUP
 // to env. Returns {"on": bool, "why": text} as kept in the job's stats.
 nlohmann::json prepare_instrumentation(const JobRecord& job, const SuperviseOptions& options,
@@ -71,6 +73,13 @@ class Measurement {
   std::unique_ptr<Impl> impl_;
 };
 
+// One rank's means over the phase Instrumented reports (steady, else warm-up).
+struct RankFigures {
+  double samples_per_sec = 0;
+  std::optional<double> data_wait;
+  std::optional<double> step_time;
+};
+
 // From hook points named "hook.r<R>.<field>": the sum over ranks of each rank's mean
 // samples_per_sec after its steady start, the mean over ranks of data_wait and step_time.
 struct Instrumented {
@@ -78,8 +87,20 @@ struct Instrumented {
   std::optional<double> data_wait;
   std::optional<double> step_time;
   int ranks = 0;
-  bool steady = false;  // false: only warm-up lines existed
+  bool steady = false;                  // false: only warm-up lines existed
+  std::map<int, RankFigures> per_rank;  // the ranks that reported a throughput
 };
+
+// Which rank the others wait for, from each rank's figures (more than one rank): a rank more
+// than 5% below the fastest's throughput is the slowest; ranks in step (data-parallel training
+// syncs them at every step) name the one that waits longest for data, 5 points above the least.
+// nullopt rank: none stands out; text says what was compared.
+struct SlowestRank {
+  std::optional<int> rank;
+  std::string text;
+};
+SlowestRank slowest_rank(const std::map<int, RankFigures>& per_rank,
+                         const std::map<int, std::string>& node_by_rank);
 Instrumented aggregate_hook_points(const std::vector<MetricPoint>& points,
                                    const std::map<int, double>& steady_t_by_rank);
 

@@ -190,6 +190,7 @@ void record(store::Store& store, const JobRecord& job, bool attach) {
 void launch(store::Store& store, backend::Backend& backend, JobRecord& job, const SuperviseRun& run,
             JobObserver& observer) {
   backend::LaunchSpec spec;
+  job.metrics_path = backend.metrics_path(job);
   spec.env = job_environment(job, run.env);
   (*job.options)["instrumentation"] = prepare_instrumentation(job, run.options, spec.env);
   timing::step("environment and instrumentation prepared");

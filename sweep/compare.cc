@@ -77,13 +77,14 @@ struct Layout {
 };
 
 Layout layout_for(const std::vector<CellResult>& cells) {
-  static const std::set<std::string> kFixed = {"cell",      "params",     "status",
-                                               "exit_code", "wall_s",     "gpu_seconds",
-                                               "cost_usd",  "throughput", "usd_per_million_samples",
-                                               "data_wait", "util_mean",  "idle_usd",
-                                               "verdict",   "best",       "schema_version",
-                                               "steady",    "job_id",     "job_ids",
-                                               "runs"};
+  static const std::set<std::string> kFixed = {
+      "cell",      "params",      "status",
+      "exit_code", "wall_s",      "gpu_seconds",
+      "cost_usd",  "throughput",  "usd_per_million_samples",
+      "data_wait", "util_mean",   "idle_usd",
+      "verdict",   "best",        "schema_version",
+      "steady",    "job_id",      "job_ids",
+      "runs",      "slowest_rank"};
   Layout l;
   std::set<std::string> metric_names;
   for (const auto& c : cells) {
@@ -112,6 +113,7 @@ Layout layout_for(const std::vector<CellResult>& cells) {
   l.columns.push_back({"util_mean", "UTIL %", true, Show::kIfAny});
   l.columns.push_back({"idle_usd", "IDLE $", true, Show::kIfAny});
   l.columns.push_back({"verdict", "VERDICT", false, Show::kIfAny});
+  l.columns.push_back({"slowest_rank", "SLOWEST RANK", false, Show::kIfAny});
   // One column per metric the sweep's jobs reported (docs/output.md).
   for (const auto& name : metric_names) {
     std::string key =
@@ -522,6 +524,8 @@ Result<Table> compare_table(const std::vector<CellResult>& cells, const CompareO
     j["idle_usd"] = or_null(c.idle_usd);
     t.push_back(c.verdict.value_or("-"));
     j["verdict"] = c.verdict ? nlohmann::json(*c.verdict) : nullptr;
+    t.push_back(c.slowest_rank.value_or("-"));
+    j["slowest_rank"] = c.slowest_rank ? nlohmann::json(*c.slowest_rank) : nullptr;
     for (const auto& [name, key] : l.metric_keys) {
       auto it = c.metrics.find(name);
       if (it == c.metrics.end()) {

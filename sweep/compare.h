@@ -5,11 +5,11 @@
 //
 // Columns: CELL, one per param, STATUS ("completed (warm-up only)" for a cell whose rates are
 // from its warm-up), WALL, COST, THROUGHPUT, $/M SAMPLES, DATA WAIT, then
-// UTIL %, IDLE $ and VERDICT when any cell has them. JSON and CSV carry raw numbers under
-// snake_case keys: cell, <param name>, status, wall_s, cost_usd, throughput,
-// usd_per_million_samples, data_wait, util_mean, idle_usd, verdict; JSON rows also hold
-// params (an object), exit_code, gpu_seconds, steady (false: the rates are warm-up's) and best. A
-// param whose name is one of those keys gets the column key param_<name>.
+// UTIL %, IDLE $, VERDICT and SLOWEST RANK when any cell has them. JSON and CSV carry raw numbers
+// under snake_case keys: cell, <param name>, status, wall_s, cost_usd, throughput,
+// usd_per_million_samples, data_wait, util_mean, idle_usd, verdict, slowest_rank; JSON rows also
+// hold params (an object), exit_code, gpu_seconds, steady (false: the rates are warm-up's) and
+// best. A param whose name is one of those keys gets the column key param_<name>.
 //
 // Every metric the job reported (its last value) is a column too, keyed by its name (metric_<name>
 // when that clashes with a fixed key or a param), and JOB (key job_id) is the cell's newest job.
@@ -47,6 +47,9 @@ struct CellResult {
   std::optional<double> util_mean;    // percent
   std::optional<double> idle_usd;     // money that bought idle GPU time
   std::optional<std::string> verdict;
+  // Of several ranks, the one the others wait for, "rank 1 (dev2)" (engine/measure.h
+  // slowest_rank); nullopt with one rank or none that lags.
+  std::optional<std::string> slowest_rank;
   // Why the cell's rates (throughput, $/M samples, data wait) are not its steady state's, e.g.
   // "still in warm-up at the end"; "" when they are (or the phases are unknown). Such a cell is
   // marked and not ranked by a rate.

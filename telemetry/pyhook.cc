@@ -118,8 +118,16 @@ std::string loader_env(const std::map<std::string, std::string>& knobs) {
 }
 
 Result<void> write_pyhook(const std::string& dir) {
-  if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST)
-    return Error::permanent("cannot create " + dir + ": " + std::strerror(errno));
+  if (::mkdir(dir.c_str(), 0700) != 0) {
+    if (errno != EEXIST)
+      return Error::permanent("cannot create " + dir + ": " + std::strerror(errno));
+    // Made earlier, or by someone else in a folder open to all (a cluster's shared workdir):
+    // Python runs what is in it, so only a folder of this user's that no one else can write.
+    struct stat st {};
+    if (::lstat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != ::geteuid() ||
+        (st.st_mode & 022) != 0)
+      return Error::permanent(dir + " is not a folder of this user's that only it can write");
+  }
   std::string path = dir + "/sitecustomize.py";
   std::string tmp = path + ".tmp";
   int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);

@@ -7,6 +7,7 @@
 #include <cstdlib>
 
 #include "billing/stop_plan.h"
+#include "telemetry/pyhook.h"
 
 namespace nodus::backend::slurm {
 
@@ -182,7 +183,7 @@ std::string node_part(const JobRecord& job) {
   if (nodes_of(job) > 1)
     s += "# This node's rank: Slurm's node index in the job (srun sets it for each node's task).\n"
          "export NODE_RANK=${SLURM_NODEID-} RANK=${SLURM_NODEID-} LOCAL_RANK=0 "
-         "LOCAL_WORLD_SIZE=1\n";
+         "LOCAL_WORLD_SIZE=1 PET_NODE_RANK=${SLURM_NODEID-}\n";
   if (auto plan = billing::plan_stop(job)) return s + enforcer(*plan, job.argv);
   return s + exec_line(job.argv) + "\n";
 }
@@ -210,6 +211,12 @@ export MASTER_ADDR=${MASTER_ADDR:-${nodus_addr:-${nodus_first:-$HOSTNAME}}}
 export MASTER_PORT=${MASTER_PORT:-$((29500 + ${SLURM_JOB_ID:-0} % 10000))}
 )SH";
   s += "export NNODES=" + n + " WORLD_SIZE=" + n + "\n";
+  // torchrun reads each flag it is not given from PET_<FLAG>: `torchrun train.py` on every node
+  // joins the same rendezvous (static: the first node's agent), one worker per GPU of the node.
+  s += "export PET_NNODES=${PET_NNODES:-$NNODES} PET_MASTER_ADDR=${PET_MASTER_ADDR:-$MASTER_ADDR} "
+       "PET_MASTER_PORT=${PET_MASTER_PORT:-$MASTER_PORT}\n";
+  if (const int per_node = job.gpu_count / nodes_of(job); per_node > 1)
+    s += "export PET_NPROC_PER_NODE=${PET_NPROC_PER_NODE:-" + std::to_string(per_node) + "}\n";
   // srun's own status says little: with --kill-on-bad-exit the first task to end badly makes
   // srun TERM the others, and srun then exits 143 whatever that first status was (measured:
   // a task's exit 124, 137 or 3 all gave 143). So a job stopped by its plan (every node's
@@ -250,8 +257,36 @@ exit $nodus_status
 
 }  // namespace
 
-std::string job_script(const JobRecord& job, const std::string& workdir,
-                       const std::string& output) {
+namespace {
+
+// The hook's folder and file, made by the job's user on the node that runs the script, which
+// shares the workdir with the other nodes and with nodus (which reads what the hook writes).
+std::string hook_part() {
+  constexpr std::string_view kEnd = "NODUS_PYHOOK_END";
+  std::string_view source = telemetry::pyhook_source();
+  if (source.find(kEnd) != std::string_view::npos) return "";  // a heredoc cannot carry it
+  std::string s = R"(if [[ -n ${NODUS_HOOK_DIR-} ]]; then
+  if mkdir -m 700 -- "$NODUS_HOOK_DIR" 2>/dev/null; then
+    cat >"$NODUS_HOOK_DIR/sitecustomize.py" <<')" +
+                  std::string(kEnd) + "'\n" + std::string(source);
+  if (!source.empty() && source.back() != '\n') s += '\n';
+  s += std::string(kEnd) + "\n";
+  s += R"(  else
+    echo "nodus: cannot make $NODUS_HOOK_DIR (it exists, or the workdir is not writable): the job runs without nodus's Python hook" >&2
+    PYTHONPATH=${PYTHONPATH#"$NODUS_HOOK_DIR"}
+    PYTHONPATH=${PYTHONPATH#:}
+    [[ -n $PYTHONPATH ]] || unset PYTHONPATH
+    unset NODUS_HOOK_DIR
+  fi
+fi
+)";
+  return s;
+}
+
+}  // namespace
+
+std::string job_script(const JobRecord& job, const std::string& workdir, const std::string& output,
+                       bool hook) {
   std::string s = "#!/bin/bash -p\n# nodus job " + std::to_string(job.id) + "\n";
   // Slurm creates the output with its daemon's umask (0644); the job's output is its user's.
   // Only a regular file: never a device or a link someone put in its place.
@@ -268,6 +303,7 @@ std::string job_script(const JobRecord& job, const std::string& workdir,
   fi
 fi
 )";
+  if (hook) s += hook_part();
   s += "cd -- " + shell_quote(workdir) +
        " || { echo \"nodus: cannot enter the working directory \"" + shell_quote(workdir) +
        " >&2; exit 126; }\n";
@@ -313,7 +349,7 @@ Result<SubmitRequest> build_submit(const JobRecord& job, const LaunchSpec& spec,
     r.working_dir = getcwd(cwd, sizeof cwd) != nullptr ? cwd : settings.workdir;
   }
   r.output_path = output_path(settings, job);
-  r.script = job_script(job, r.working_dir, r.output_path);
+  r.script = job_script(job, r.working_dir, r.output_path, spec.env.count("NODUS_HOOK_DIR") > 0);
   r.env = job_environment(spec, settings);
   if (r.env.count("NODUS_METRICS")) r.env["NODUS_METRICS"] = metrics_path(settings, job);
   // Slurm's gres is per node; a multi-node job's gpu_count is every node's (core/job.h).

@@ -48,7 +48,12 @@ std::string exec_line(const std::vector<std::string>& argv);
 // the first run's. Exit codes and signals stay the program's, except 124 (TERM at the deadline
 // ended it) or death by SIGKILL (the deadline's KILL); a program that exits 128 + N is recorded
 // as killed by signal N.
-std::string job_script(const JobRecord& job, const std::string& workdir, const std::string& output);
+// With `hook` (the job's environment has NODUS_HOOK_DIR, engine/measure.h), the script first
+// makes that folder as the job's user (never one that exists: the workdir is open to all) and
+// writes nodus's Python hook into it; where it cannot, the job runs without the hook, saying so
+// on its output, and with the folder taken off its PYTHONPATH.
+std::string job_script(const JobRecord& job, const std::string& workdir, const std::string& output,
+                       bool hook = false);
 
 // Slurm's time limit, the last net behind the node's enforcer: the plan's kill_after in whole
 // minutes rounded up (never 0, which Slurm reads as "no limit"); nullopt only for a job that

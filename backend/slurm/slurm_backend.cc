@@ -128,6 +128,10 @@ class SlurmBackend final : public Backend {
   Result<void> signal(JobRecord& job, int sig) override;
   Result<void> kill(JobRecord& job) override;
   Result<bool> refresh(JobRecord& job) override;
+  std::string metrics_path(const JobRecord& job) override {
+    auto rest = client();  // unconfigured: submit() says why; the job's own path meanwhile
+    return rest ? slurm::metrics_path((*rest)->settings(), job) : job.metrics_path;
+  }
 
  private:
   // What wait() keeps between calls for one job.

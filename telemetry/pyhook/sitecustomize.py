@@ -13,7 +13,7 @@
 #   4. writes, about every second, one JSON line per interval to
 #      $NODUS_HOOK_DIR/auto-<rank>.jsonl (samples_per_sec, data_wait, step_time, batch_size of
 #      the most-iterated loader) and a state file loaders-<rank>.json (every loader, the time of
-#      the first batch and the end of the warm-up).
+#      the first batch and the end of the warm-up, the node the rank ran on).
 #   5. with NODUS_LOADER set (nodus run --loader), sets DataLoader arguments as each DataLoader
 #      is built: num_workers, pin_memory, persistent_workers, prefetch_factor, batch_size, for a
 #      script that takes none of them as flags; what was set, what was not and why, goes into
@@ -426,7 +426,9 @@ class _NodusHook(object):
                             "wait_s": round(e["wait"], 6), "step_s": round(e["step"], 6),
                             "steps": e["steps"], "workers": e["workers"]})
         d = self.driver()
-        state = {"rank": self.rank, "world_size": self.world, "pid": self.pid,
+        # The node a rank ran on: Slurm's name for it, else the host's.
+        node = self.os.environ.get("SLURMD_NODENAME") or self.os.uname().nodename
+        state = {"rank": self.rank, "world_size": self.world, "pid": self.pid, "node": node,
                  "loaders": loaders, "driver": d["name"] if d else None,
                  "warmup": self.os.environ.get("NODUS_WARMUP", "5s")}
         if self.first_batch is not None:

@@ -1,6 +1,7 @@
 // The pieces of measuring without changing the job, one at a time: which commands get the
 // Python hook, the hook's figures across ranks, phases, and the /proc parsers of the I/O
 // evidence.
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -46,6 +47,29 @@ TEST(PyHook, FlagsThatMakePythonIgnoreTheHook) {
   EXPECT_EQ(python_ignores_hook({"torchrun", "-I", "t.py"}), std::nullopt);
 }
 
+TEST(PyHook, IsWrittenOnlyIntoAFolderOfThisUsersThatNoOneElseCanWrite) {
+  testing::TempDir tmp;
+  const std::string own = tmp.path() + "/own.hook";
+  ASSERT_TRUE(telemetry::write_pyhook(own));
+  ASSERT_TRUE(telemetry::write_pyhook(own));  // again: the same folder is this user's
+  struct stat st {};
+  ASSERT_EQ(::stat((own + "/sitecustomize.py").c_str(), &st), 0);
+  // Planted in a shared folder: a group-writable folder, a link, or a file in its place.
+  const std::string shared = tmp.path() + "/open.hook";
+  ASSERT_EQ(::mkdir(shared.c_str(), 0700), 0);
+  ASSERT_EQ(::chmod(shared.c_str(), 0777), 0);
+  auto refused = telemetry::write_pyhook(shared);
+  ASSERT_FALSE(refused);
+  EXPECT_NE(refused.error().message.find("only it can write"), std::string::npos);
+  EXPECT_NE(::access((shared + "/sitecustomize.py").c_str(), F_OK), 0);
+  const std::string link = tmp.path() + "/link.hook";
+  ASSERT_EQ(::symlink(own.c_str(), link.c_str()), 0);
+  EXPECT_FALSE(telemetry::write_pyhook(link));
+  const std::string file = tmp.path() + "/file.hook";
+  ASSERT_EQ(::close(::open(file.c_str(), O_CREAT | O_WRONLY, 0600)), 0);
+  EXPECT_FALSE(telemetry::write_pyhook(file));
+}
+
 TEST(PyHook, TheEmbeddedSourceIsTheFileInTheRepository) {
   auto text = telemetry::pyhook_source();
   EXPECT_NE(text.find("def _nodus_chain"), std::string_view::npos);
@@ -72,6 +96,47 @@ TEST(HookPoints, RanksAddThroughputAndAverageDataWaitAfterTheirSteadyStart) {
   EXPECT_EQ(agg.ranks, 2);
   EXPECT_DOUBLE_EQ(*agg.samples_per_sec, 110 + 90);
   EXPECT_DOUBLE_EQ(*agg.data_wait, (0.3 + 0.1) / 2);
+  ASSERT_EQ(agg.per_rank.size(), 2u);
+  EXPECT_DOUBLE_EQ(agg.per_rank[0].samples_per_sec, 110);
+  EXPECT_DOUBLE_EQ(*agg.per_rank[0].data_wait, 0.3);
+  EXPECT_DOUBLE_EQ(agg.per_rank[1].samples_per_sec, 90);
+  EXPECT_DOUBLE_EQ(*agg.per_rank[1].data_wait, 0.1);
+  EXPECT_FALSE(agg.per_rank[1].step_time);
+}
+
+engine::RankFigures figures(double sps, std::optional<double> data_wait) {
+  engine::RankFigures f;
+  f.samples_per_sec = sps;
+  f.data_wait = data_wait;
+  return f;
+}
+
+TEST(SlowestRank, ARankBelowTheFastestsThroughputIsNamed) {
+  auto s =
+      engine::slowest_rank({{0, figures(100, 0.1)}, {1, figures(80, 0.1)}, {2, figures(99, 0.5)}},
+                           {{0, "dev1"}, {1, "dev2"}});
+  ASSERT_TRUE(s.rank);
+  EXPECT_EQ(*s.rank, 1);
+  EXPECT_EQ(s.text, "rank 1 (dev2) is slowest: 80.0 samples/s against 100 on rank 0 (dev1)");
+}
+
+TEST(SlowestRank, RanksInStepNameTheOneThatWaitsLongestForData) {
+  // Data-parallel ranks sync at every step: the same throughput, the lagging rank in its loader.
+  auto s = engine::slowest_rank({{0, figures(50, 0.04)}, {1, figures(49.5, 0.61)}}, {});
+  ASSERT_TRUE(s.rank);
+  EXPECT_EQ(*s.rank, 1);
+  EXPECT_NE(s.text.find("rank 1 waits longest for data: 61% against 4% on rank 0"),
+            std::string::npos)
+      << s.text;
+}
+
+TEST(SlowestRank, NoneIsNamedWhenNoRankLagsOrThereIsOneRank) {
+  auto s = engine::slowest_rank({{0, figures(50, 0.10)}, {1, figures(49, 0.12)}}, {});
+  EXPECT_FALSE(s.rank);
+  EXPECT_EQ(s.text, "no rank lags: throughput within 5%, data wait within 5 points");
+  EXPECT_FALSE(engine::slowest_rank({{0, figures(50, 0.9)}}, {}).rank);
+  EXPECT_EQ(engine::slowest_rank({{0, figures(50, {})}, {1, figures(50, {})}}, {}).text,
+            "no rank lags: throughput within 5%");
 }
 
 TEST(HookPoints, WarmUpOnlyIsUsedAndSaidSo) {

@@ -358,6 +358,78 @@ TEST(SlurmMultiNode, AGlooAllReduceAcrossTwoNodesCompletes) {
               job["ended_at"].get<double>() - job["started_at"].get<double>(), out.c_str());
 }
 
+// torchrun with no rendezvous flags on each node: its nnodes, node rank and rendezvous from what
+// nodus set (PET_*), the same gloo all-reduce as above run as torchrun's worker on each node.
+// `--redirects 1 --tee 1` works around Debian 12's torch 1.13 under Python 3.11, whose torchrun
+// fails at start with its default "0" (Std.from_str finds no member 0 of the IntFlag and gives
+// None): the workers' stdout goes to a file and, teed, to the job's output as "[default0]:...".
+TEST(SlurmMultiNode, TorchrunNeedsNoFlagsOnEveryNode) {
+  REQUIRE_SLURM_CLUSTER();
+  if (std::system("/usr/bin/python3 -c 'import torch.distributed.run, torch.distributed as d; "
+                  "assert d.is_gloo_available()' >/dev/null 2>&1") != 0)
+    GTEST_SKIP() << "\n*** /usr/bin/python3 HAS NO TORCH WITH GLOO (python3-torch): THIS TEST DID "
+                    "NOT RUN ***\n";
+  JobDir dir;
+  Nodus nodus(dir);
+  pid_t pid = nodus.start({"run", "--nodes", "2", "--timeout", "5m", "--", "/usr/bin/python3", "-m",
+                           "torch.distributed.run", "--redirects", "1", "--tee", "1",
+                           std::string(NODUS_TEST_DATA) + "/slurm/gloo_allreduce.py"});
+  int status = 0;
+  waitpid(pid, &status, 0);
+  std::string out = slurp(nodus.out_path());
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << out << slurp(nodus.err_path());
+  EXPECT_NE(out.find("rank 0/2 on dev1: all_reduce sum 3 (expected 3) ok"), std::string::npos)
+      << out;
+  EXPECT_NE(out.find("rank 1/2 on dev2: all_reduce sum 3 (expected 3) ok"), std::string::npos)
+      << out;
+  EXPECT_EQ(nodus.show("1")["state"], "completed");
+}
+
+// Issue 35's figures per rank: a script that knows nothing of nodus iterates a DataLoader on each
+// node and all-reduces at every step (tests/data/slurm/gloo_loader.py); its last rank loads
+// slowly. nodus's hook, in the workdir both nodes share, reports each rank; `show` gives each
+// rank's figures with its node and names the rank the other waits for.
+TEST(SlurmMultiNode, ShowGivesEachRanksFiguresAndNamesTheOneThatLags) {
+  REQUIRE_SLURM_CLUSTER();
+  if (std::system("/usr/bin/python3 -c 'import torch.distributed as d; "
+                  "assert d.is_gloo_available()' >/dev/null 2>&1") != 0)
+    GTEST_SKIP() << "\n*** /usr/bin/python3 HAS NO TORCH WITH GLOO (python3-torch): THIS TEST DID "
+                    "NOT RUN ***\n";
+  JobDir dir;
+  Nodus nodus(dir);
+  pid_t pid =
+      nodus.start({"run", "--nodes", "2", "--timeout", "5m", "--warmup", "5", "--",
+                   "/usr/bin/python3", std::string(NODUS_TEST_DATA) + "/slurm/gloo_loader.py"});
+  int status = 0;
+  waitpid(pid, &status, 0);
+  std::string out = slurp(nodus.out_path());
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << out << slurp(nodus.err_path());
+  auto job = nodus.show("1");
+  const auto& stats = job["stats"];
+  EXPECT_EQ(stats["instrumentation"].value("on", false), true) << stats.dump();
+  ASSERT_TRUE(stats.contains("per_rank")) << stats.dump();
+  ASSERT_EQ(stats["per_rank"].size(), 2u) << stats.dump();
+  double sum = 0;
+  for (int rank : {0, 1}) {
+    const auto& r = stats["per_rank"][rank];
+    EXPECT_EQ(r.value("rank", -1), rank);
+    EXPECT_EQ(r.value("node", std::string()), rank == 0 ? "dev1" : "dev2") << r.dump();
+    EXPECT_GT(r.value("samples_per_sec", 0.0), 0) << r.dump();
+    sum += r.value("samples_per_sec", 0.0);
+  }
+  // The slow loader: rank 1 waits for its data, rank 0 for rank 1 at the all-reduce.
+  EXPECT_GT(stats["per_rank"][1].value("data_wait", 0.0),
+            stats["per_rank"][0].value("data_wait", 0.0) + 0.2)
+      << stats.dump();
+  EXPECT_EQ(stats.value("slowest_rank", -1), 1) << stats.dump();
+  EXPECT_NEAR(stats.value("instrumented_throughput", 0.0), sum, 1e-6 * sum);
+  std::string text, err;
+  ASSERT_EQ(nodus.run({"show", "1"}, &text, &err), 0) << err;
+  for (const char* line : {"rank 0", "rank 1", "dev1: ", "dev2: ", "slowest rank", "rank 1 (dev2)"})
+    EXPECT_NE(text.find(line), std::string::npos) << line << "\n" << text;
+  std::printf("%s", text.c_str());
+}
+
 }  // namespace
 }  // namespace nodus::backend::slurm
 

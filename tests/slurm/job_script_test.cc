@@ -19,6 +19,7 @@
 
 #include "billing/catalog.h"
 #include "fake_http.h"
+#include "telemetry/pyhook.h"
 #include "temp_dir.h"
 
 namespace nodus::backend::slurm {
@@ -278,6 +279,42 @@ TEST(SlurmJobScript, MissingWorkdirFailsClearlyInsteadOfRunningElsewhere) {
       << both;
 }
 
+// The hook's folder is made by the job's own user, in a workdir open to all: a new folder gets
+// the hook as nodus has it; a folder that already exists (planted, or a link) is never used,
+// and the job runs without the hook, saying so.
+TEST(SlurmJobScript, TheHooksFolderIsTheJobsOwnOrTheJobRunsWithoutIt) {
+  nodus::testing::TempDir tmp;
+  const std::string dir = tmp.path() + "/job.metrics.hook";
+  const std::string env = "NODUS_HOOK_DIR=" + dir + " PYTHONPATH=" + dir + ":/user/lib";
+  const JobRecord job = job_with({"sh", "-c", "echo \"[$PYTHONPATH] [${NODUS_HOOK_DIR-unset}]\""});
+  std::string out = run_script(job_script(job, "/tmp", "/tmp/nodus-no-such-output", true), env);
+  EXPECT_EQ(out, "[" + dir + ":/user/lib] [" + dir + "]\n");
+  std::ifstream written(dir + "/sitecustomize.py");
+  std::string text((std::istreambuf_iterator<char>(written)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(text, telemetry::pyhook_source());
+  struct stat st {};
+  ASSERT_EQ(::stat(dir.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0700u);
+
+  // Again into the same folder (someone else's, as far as the script can tell).
+  std::ofstream(dir + "/sitecustomize.py") << "print('planted')\n";
+  out = run_script("exec 2>&1\n" + job_script(job, "/tmp", "/tmp/nodus-no-such-output", true), env);
+  EXPECT_NE(out.find("the job runs without nodus's Python hook"), std::string::npos) << out;
+  EXPECT_NE(out.find("[/user/lib] [unset]"), std::string::npos) << out;
+  std::ifstream planted(dir + "/sitecustomize.py");
+  std::string kept((std::istreambuf_iterator<char>(planted)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(kept, "print('planted')\n");  // not written through
+
+  // A link in the folder's place, and the hook's folder alone on PYTHONPATH.
+  const std::string link = tmp.path() + "/link.hook";
+  ASSERT_EQ(::symlink(dir.c_str(), link.c_str()), 0);
+  out = run_script(job_script(job, "/tmp", "/tmp/nodus-no-such-output", true),
+                   "NODUS_HOOK_DIR=" + link + " PYTHONPATH=" + link + " 2>/dev/null");
+  EXPECT_EQ(out, "[] [unset]\n");
+  // Without a hook, nothing of it is in the script.
+  EXPECT_EQ(job_script(job, "/tmp", "/o").find("sitecustomize"), std::string::npos);
+}
+
 JobRecord two_node_job(std::vector<std::string> argv) {
   JobRecord job = job_with(std::move(argv));
   job.options = nlohmann::json{{"nodes", 2}};
@@ -321,6 +358,26 @@ TEST(SlurmJobScript, EachNodeGetsItsRankAndTheSharedRendezvous) {
             "0/2 0/2 0 " + std::string(host) + ":31845 it's $(data)\n");
   EXPECT_EQ(run_script(as_node(script, 1), "SLURM_JOB_ID=12345 MASTER_ADDR=10.0.0.7"),
             "1/2 1/2 0 10.0.0.7:31845 it's $(data)\n");
+}
+
+// What torchrun reads for each flag it is not given (PET_<FLAG>): the same rendezvous, the
+// node's rank, and with several GPUs a node one worker per GPU; a value given with -e is kept.
+TEST(SlurmJobScript, TorchrunGetsItsFlagsFromTheEnvironmentOnEveryNode) {
+  std::vector<std::string> argv = {
+      "bash", "-c",
+      "echo \"$PET_NODE_RANK/$PET_NNODES $PET_MASTER_ADDR:$PET_MASTER_PORT "
+      "${PET_NPROC_PER_NODE-unset}\""};
+  JobRecord job = two_node_job(argv);
+  std::string script = job_script(job, "/tmp", "/tmp/nodus-no-such-output");
+  EXPECT_EQ(run_script(as_node(script, 1), "SLURM_JOB_ID=12345 MASTER_ADDR=10.0.0.7"),
+            "1/2 10.0.0.7:31845 unset\n");
+  job.gpu_count = 16;  // 8 a node
+  script = job_script(job, "/tmp", "/tmp/nodus-no-such-output");
+  EXPECT_EQ(run_script(as_node(script, 0), "SLURM_JOB_ID=12345 MASTER_ADDR=10.0.0.7"),
+            "0/2 10.0.0.7:31845 8\n");
+  EXPECT_EQ(run_script(as_node(script, 1),
+                       "SLURM_JOB_ID=1 MASTER_ADDR=a PET_MASTER_PORT=555 PET_NPROC_PER_NODE=4"),
+            "1/2 a:555 4\n");
 }
 
 TEST(SlurmJobScript, EveryNodeOfABoundedJobRunsUnderItsOwnEnforcer) {

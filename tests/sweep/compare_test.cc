@@ -119,7 +119,7 @@ TEST(SweepCompare, TelemetryColumnsAlwaysInJsonAndCsvShownInTheTableWhenSomeCell
   auto t = table_of(h200_sweep());
   std::vector<std::string> keys;
   for (const auto& col : t.columns()) keys.push_back(col.key);
-  for (const char* key : {"util_mean", "idle_usd", "verdict"}) {
+  for (const char* key : {"util_mean", "idle_usd", "verdict", "slowest_rank"}) {
     EXPECT_NE(std::find(keys.begin(), keys.end(), key), keys.end()) << key;
     EXPECT_TRUE(t.raw_rows()[0][key].is_null()) << key;  // no samples: null, never missing
   }
@@ -131,6 +131,12 @@ TEST(SweepCompare, TelemetryColumnsAlwaysInJsonAndCsvShownInTheTableWhenSomeCell
   EXPECT_NE(table_of(cells).render(Format::kTable).find("VERDICT"), std::string::npos);
   EXPECT_EQ(table_of(cells).raw(0)["verdict"], nullptr);
   EXPECT_DOUBLE_EQ(table_of(cells).raw(2)["util_mean"].get<double>(), 0.40);  // a fraction
+  EXPECT_EQ(t.render(Format::kTable).find("SLOWEST RANK"), std::string::npos);
+  cells[1].slowest_rank = "rank 1 (dev2)";
+  EXPECT_NE(table_of(cells).render(Format::kTable).find("SLOWEST RANK"), std::string::npos);
+  EXPECT_NE(table_of(cells).render(Format::kTable).find("rank 1 (dev2)"), std::string::npos);
+  EXPECT_EQ(table_of(cells).raw(1)["slowest_rank"], "rank 1 (dev2)");
+  EXPECT_EQ(table_of(cells).raw(0)["slowest_rank"], nullptr);
 }
 
 TEST(SweepCompare, UsdPerMillionSamplesFollowsFromCostThroughputAndWall) {
@@ -431,7 +437,7 @@ TEST(SweepCompare, UnknownSortColumnListsKeys) {
   EXPECT_EQ(t.error().message,
             "--sort: unknown column 'speed': expected one of cell, num_workers, status, job_id, "
             "wall_s, cost_usd, throughput, usd_per_million_samples, data_wait, util_mean, "
-            "idle_usd, verdict, gpu_seconds, exit_code, steady, best");
+            "idle_usd, verdict, slowest_rank, gpu_seconds, exit_code, steady, best");
 }
 
 TEST(SweepCompare, ParamNamedLikeAColumnGetsAPrefixedKey) {
