@@ -44,6 +44,16 @@ std::string exec_line(const std::vector<std::string>& argv) {
 
 namespace {
 
+// Waits for $nodus_pid, through the signals the script hands on to it (each one ends a `wait`
+// early), then stops handing them on; the status is in nodus_status.
+constexpr std::string_view kWaitForJob = R"SH(while :; do
+  wait $nodus_pid 2>/dev/null
+  nodus_status=$?
+  kill -0 $nodus_pid 2>/dev/null || break
+done
+trap - TERM INT HUP QUIT USR1 USR2
+)SH";
+
 int64_t millis(billing::Seconds s) { return static_cast<int64_t>(std::floor(s.count() * 1000)); }
 
 // nodus_tool NAME: sets nodus_path to NAME in a fixed system folder, never from the job's PATH;
@@ -157,14 +167,9 @@ fi
   // Process 1 of a namespace cannot die of a signal it sent itself: the job's death by a signal
   // reaches the script as 128 + the signal, and the script dies of that signal, as the job did
   // (a job that exits 128 + N itself is recorded as killed by signal N).
-  s += R"SH(nodus_pid=$!
-while :; do
-  wait $nodus_pid 2>/dev/null
-  nodus_status=$?
-  kill -0 $nodus_pid 2>/dev/null || break
-done
-trap - TERM INT HUP QUIT USR1 USR2
-if ((nodus_status > 128 && nodus_status < 160)); then
+  s += "nodus_pid=$!\n";
+  s += kWaitForJob;
+  s += R"SH(if ((nodus_status > 128 && nodus_status < 160)); then
   case $((nodus_status - 128)) in
     17 | 18 | 19 | 20 | 21 | 22 | 23 | 28) ;;
     *) ulimit -c 0; kill -s $((nodus_status - 128)) $$ ;;
@@ -184,7 +189,15 @@ std::string node_part(const JobRecord& job) {
     s += "# This node's rank: Slurm's node index in the job (srun sets it for each node's task).\n"
          "export NODE_RANK=${SLURM_NODEID-} RANK=${SLURM_NODEID-} LOCAL_RANK=0 "
          "LOCAL_WORLD_SIZE=1 PET_NODE_RANK=${SLURM_NODEID-}\n";
-  if (auto plan = billing::plan_stop(job)) return s + enforcer(*plan, job.argv);
+  auto plan = billing::plan_stop(job);
+  // The first node to end badly leaves its status for the batch script (srun's own hides it):
+  // written once (noclobber), into the folder the batch script made; the others, ended by srun
+  // after it, find the file there. A job without a plan execs its command: no shell is left.
+  if (nodes_of(job) > 1 && plan)
+    s +=
+        R"SH(trap 'nodus_rc=$?; nodus_rc=${nodus_status:-$nodus_rc}; ((nodus_rc)) && [[ -n ${NODUS_FIRST_FAILURE-} ]] && (set -C; echo "$nodus_rc ${SLURM_NODEID-?} ${SLURMD_NODENAME-?}" >"$NODUS_FIRST_FAILURE") 2>/dev/null' EXIT
+)SH";
+  if (plan) return s + enforcer(*plan, job.argv);
   return s + exec_line(job.argv) + "\n";
 }
 
@@ -192,7 +205,7 @@ std::string node_part(const JobRecord& job) {
 // shares, then srun runs one task per node, node_part() in `bash -p`, each with its own
 // enforcer. --kill-on-bad-exit: a node whose task fails ends the others' too, and the job ends
 // with that task's status.
-std::string multi_node_launch(const JobRecord& job) {
+std::string multi_node_launch(const JobRecord& job, const std::string& output) {
   const std::string n = std::to_string(nodes_of(job));
   std::string s = "# " + n + " nodes, one task each.\n";
   s += kTools;
@@ -233,21 +246,35 @@ if ((nodus_term_s >= 0)) && [[ -n ${SLURM_JOB_ID-} ]] && nodus_tool scontrol &&
   nodus_t0=${BASH_REMATCH[2]}
 fi
 )SH";
+  // Where the first node to fail leaves its status: a folder of the job's own beside its output
+  // (never one that exists: the workdir is open to all); without it, srun's status stands.
+  s += "nodus_nodes_dir=" + shell_quote(output + ".nodes") + "\n";
+  s += R"SH(unset NODUS_FIRST_FAILURE
+mkdir -m 700 -- "$nodus_nodes_dir" 2>/dev/null && export NODUS_FIRST_FAILURE=$nodus_nodes_dir/first-failure
+)SH";
   s += "\"$nodus_srun\" --nodes=" + n + " --ntasks=" + n +
        " --ntasks-per-node=1 --kill-on-bad-exit=1 --export=ALL /bin/bash -p -c \"$nodus_node\" "
        "nodus-node &\n";
   // Slurm signals only the batch script's process: srun passes them on to every node's task.
   s += R"SH(nodus_pid=$!
 for nodus_sig in TERM INT HUP QUIT USR1 USR2; do trap "kill -s $nodus_sig $nodus_pid 2>/dev/null" $nodus_sig; done
-while :; do
-  wait $nodus_pid 2>/dev/null
-  nodus_status=$?
-  kill -0 $nodus_pid 2>/dev/null || break
-done
-trap - TERM INT HUP QUIT USR1 USR2
-if ((nodus_status != 0 && nodus_term_s >= 0 && EPOCHSECONDS - nodus_t0 >= nodus_term_s - 1)); then
+)SH";
+  s += kWaitForJob;
+  s +=
+      R"SH(nodus_first=
+[[ -n ${NODUS_FIRST_FAILURE-} && -f $NODUS_FIRST_FAILURE && ! -L $NODUS_FIRST_FAILURE ]] &&
+  read -r nodus_first_rc nodus_first_rank nodus_first_node <"$NODUS_FIRST_FAILURE" &&
+  [[ $nodus_first_rc =~ ^[0-9]+$ ]] && ((nodus_first_rc > 0 && nodus_first_rc < 256)) && nodus_first=$nodus_first_rc
+# The deadline's stop, unless the first node to end did so on its own (not with its enforcer's
+# 124 or 137), however close to the deadline.
+if ((nodus_status != 0 && nodus_term_s >= 0 && EPOCHSECONDS - nodus_t0 >= nodus_term_s - 1)) &&
+  [[ -z $nodus_first || $nodus_first == 124 || $nodus_first == 137 ]]; then
   echo "nodus: the job's deadline ended it on every node (srun's status $nodus_status)" >&2
   exit 124
+fi
+if ((nodus_status != 0)) && [[ -n $nodus_first ]]; then
+  echo "nodus: the first node to end badly was $nodus_first_node (rank $nodus_first_rank), with status $nodus_first (srun's status $nodus_status)" >&2
+  exit $nodus_first
 fi
 ((nodus_status == 0)) || echo "nodus: a node's task ended with an error, or was stopped, and srun ended the others (srun's status $nodus_status; its lines above name the node)" >&2
 exit $nodus_status
@@ -307,7 +334,7 @@ fi
   s += "cd -- " + shell_quote(workdir) +
        " || { echo \"nodus: cannot enter the working directory \"" + shell_quote(workdir) +
        " >&2; exit 126; }\n";
-  return s + (nodes_of(job) > 1 ? multi_node_launch(job) : node_part(job));
+  return s + (nodes_of(job) > 1 ? multi_node_launch(job, output) : node_part(job));
 }
 
 std::optional<int> time_limit_minutes(const JobRecord& job) {

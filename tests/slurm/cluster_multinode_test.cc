@@ -298,7 +298,14 @@ TEST(SlurmMultiNode, ANodeThatFailsEndsTheJobOnEveryNode) {
   EXPECT_EQ(processes_with(mark), 0);
   auto job = nodus.show("1");
   EXPECT_EQ(job["state"], "failed") << job.dump();
-  EXPECT_NE(rc, 0);
+  // The failing node's own status, not srun's 143, and which node it was.
+  EXPECT_EQ(rc, 3) << err;
+  EXPECT_EQ(job["exit_code"], 3) << job.dump();
+  std::string log;
+  EXPECT_EQ(nodus.run({"logs", "1"}, &log), 0);
+  EXPECT_NE(log.find("nodus: the first node to end badly was dev2 (rank 1), with status 3"),
+            std::string::npos)
+      << log;
   double wall = job["ended_at"].get<double>() - job["started_at"].get<double>();
   EXPECT_LT(wall, 60.0);  // not node 0's sleep of 300 s
   std::printf("2 nodes, node 1's task exits 3: nodus exit %d, state %s after %.0f s, note: %s\n",

@@ -351,7 +351,8 @@ TEST(SlurmJobScript, EachNodeGetsItsRankAndTheSharedRendezvous) {
       "bash", "-c",
       "echo \"$NODE_RANK/$NNODES $RANK/$WORLD_SIZE $LOCAL_RANK $MASTER_ADDR:$MASTER_PORT $1\"",
       "arg0", "it's $(data)"};
-  std::string script = job_script(two_node_job(argv), "/tmp", "/tmp/nodus-no-such-output");
+  nodus::testing::TempDir tmp;
+  std::string script = job_script(two_node_job(argv), "/tmp", tmp.path() + "/job.out");
   char host[256] = {};
   gethostname(host, sizeof host - 1);
   EXPECT_EQ(run_script(as_node(script, 0), "SLURM_JOB_ID=12345"),
@@ -368,11 +369,12 @@ TEST(SlurmJobScript, TorchrunGetsItsFlagsFromTheEnvironmentOnEveryNode) {
       "echo \"$PET_NODE_RANK/$PET_NNODES $PET_MASTER_ADDR:$PET_MASTER_PORT "
       "${PET_NPROC_PER_NODE-unset}\""};
   JobRecord job = two_node_job(argv);
-  std::string script = job_script(job, "/tmp", "/tmp/nodus-no-such-output");
+  nodus::testing::TempDir tmp;
+  std::string script = job_script(job, "/tmp", tmp.path() + "/job.out");
   EXPECT_EQ(run_script(as_node(script, 1), "SLURM_JOB_ID=12345 MASTER_ADDR=10.0.0.7"),
             "1/2 10.0.0.7:31845 unset\n");
   job.gpu_count = 16;  // 8 a node
-  script = job_script(job, "/tmp", "/tmp/nodus-no-such-output");
+  script = job_script(job, "/tmp", tmp.path() + "/job2.out");
   EXPECT_EQ(run_script(as_node(script, 0), "SLURM_JOB_ID=12345 MASTER_ADDR=10.0.0.7"),
             "0/2 10.0.0.7:31845 8\n");
   EXPECT_EQ(run_script(as_node(script, 1),
@@ -384,7 +386,8 @@ TEST(SlurmJobScript, EveryNodeOfABoundedJobRunsUnderItsOwnEnforcer) {
   JobRecord job = two_node_job({"sleep", "30"});
   job.timeout_ms = 1500;
   job.grace_ms = 1000;
-  std::string script = job_script(job, "/tmp", "/tmp/nodus-no-such-output");
+  nodus::testing::TempDir tmp;
+  std::string script = job_script(job, "/tmp", tmp.path() + "/job.out");
   // The enforcer is inside the node's part (the quoted script srun runs), not in the batch
   // script's own lines: every node counts the same plan from the job's start.
   auto node_part_at = script.find("nodus_node='");
@@ -395,6 +398,50 @@ TEST(SlurmJobScript, EveryNodeOfABoundedJobRunsUnderItsOwnEnforcer) {
   double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   EXPECT_GE(took, 0.4);
   EXPECT_LT(took, 4.0);
+}
+
+// srun's own status hides which node failed and how: the first node to end badly leaves its
+// status in a folder of the job's own beside the output, and the batch script exits with it.
+TEST(SlurmJobScript, TheFirstNodeToFailGivesTheJobItsStatus) {
+  nodus::testing::TempDir tmp;
+  JobRecord job = two_node_job({"bash", "-c", "exit 3"});
+  job.timeout_ms = 60'000;
+  const std::string output = tmp.path() + "/job.out";
+  std::string script = job_script(job, "/tmp", output);
+  std::string out = run_script("exec 2>&1\n" + as_node(script, 1));
+  EXPECT_NE(out.find("nodus: the first node to end badly was ? (rank 1), with status 3"),
+            std::string::npos)
+      << out;
+  std::ifstream first(output + ".nodes/first-failure");
+  std::string line;
+  std::getline(first, line);
+  EXPECT_EQ(line, "3 1 ?");
+  EXPECT_EQ(WEXITSTATUS(script_status(as_node(script, 1))), 3);  // the folder exists now: not used
+  // A folder planted beside the output is never used: srun's status stands.
+  nodus::testing::TempDir other;
+  const std::string planted = other.path() + "/job.out";
+  ASSERT_EQ(::mkdir((planted + ".nodes").c_str(), 0777), 0);
+  std::ofstream(planted + ".nodes/first-failure") << "9 0 dev1\n";
+  std::string other_out = run_script("exec 2>&1\n" + as_node(job_script(job, "/tmp", planted), 1));
+  EXPECT_EQ(other_out.find("first node to end badly"), std::string::npos) << other_out;
+  EXPECT_NE(other_out.find("srun's status 3"), std::string::npos) << other_out;
+  // A node that fails on its own within the last second before the deadline is a failure, not
+  // the deadline's stop (term_s is 1 here: any end counts as "at the deadline" by the clock).
+  nodus::testing::TempDir late;
+  JobRecord near = two_node_job({"bash", "-c", "exit 5"});
+  near.timeout_ms = 1500;
+  int status = script_status(as_node(job_script(near, "/tmp", late.path() + "/job.out"), 1));
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 5) << status;
+  // A node whose command dies of a signal: its status as 128 + the signal.
+  nodus::testing::TempDir sig;
+  JobRecord segv = two_node_job({"bash", "-c", "kill -s SEGV $$"});
+  segv.timeout_ms = 60'000;
+  status = script_status(as_node(job_script(segv, "/tmp", sig.path() + "/job.out"), 0));
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 128 + SIGSEGV) << status;
+  // Success leaves nothing.
+  nodus::testing::TempDir ok;
+  run_script(as_node(job_script(two_node_job({"true"}), "/tmp", ok.path() + "/job.out"), 0));
+  EXPECT_NE(::access((ok.path() + "/job.out.nodes/first-failure").c_str(), F_OK), 0);
 }
 
 TEST(SlurmTimeLimit, IsThePlansKillRoundedUp) {
