@@ -84,11 +84,20 @@ struct RunCommand {
 
     auto store = open_store();
     timing::step("store opened");
-    store->reconcile_dead_supervisors();
-    timing::step("dead supervisors reconciled");
-    job.supervisor_pid = getpid();
-    job.supervisor_start = store::process_start_time(job.supervisor_pid);
-    engine::insert_job(*store, job);
+    // A job that needs no GPU claim starts now: its row is stored as starting in the commit that
+    // inserts it (with the reconcile's, one commit instead of four).
+    const bool starts_now = !detach && !inventory;
+    store->together([&] {
+      store->reconcile_dead_supervisors();
+      timing::step("dead supervisors reconciled");
+      job.supervisor_pid = getpid();
+      job.supervisor_start = store::process_start_time(job.supervisor_pid);
+      engine::insert_job(*store, job);
+      if (starts_now) {
+        move_job(job, JobState::kStarting);
+        store->update_job(job);
+      }
+    });
     timing::step("job inserted");
     if (job_id) *job_id = job.id;
     if (detach) return run_detached(*store, job, request, inventory);
@@ -103,9 +112,6 @@ struct RunCommand {
       if (got != engine::Acquired::kClaimed)
         return give_up(*store, job, got, signals.take().value_or(SIGINT),
                        engine::held_by_other_stores(*store, job.gpu_type, *inventory));
-    } else {
-      move_job(job, JobState::kStarting);
-      store->update_job(job);
     }
     auto backend = backend::make_backend(job.backend);
     engine::Supervisor supervisor(*store, *backend);

@@ -90,12 +90,15 @@ JobRecord build_job(const JobRequest& r, const billing::Catalog& catalog,
 }
 
 void insert_job(store::Store& store, JobRecord& job) {
-  job.id = store.insert_job(job);
-  std::string folder = store.folder();
-  for (const char* sub : {"/logs", "/metrics"}) ::mkdir((folder + sub).c_str(), 0700);
-  job.log_path = folder + "/logs/" + std::to_string(job.id) + ".log";
-  job.metrics_path = folder + "/metrics/" + std::to_string(job.id) + ".jsonl";
-  store.update_job(job);
+  // The row and its paths (named by its id) in one commit: no reader sees a job without them.
+  store.together([&] {
+    job.id = store.insert_job(job);
+    std::string folder = store.folder();
+    for (const char* sub : {"/logs", "/metrics"}) ::mkdir((folder + sub).c_str(), 0700);
+    job.log_path = folder + "/logs/" + std::to_string(job.id) + ".log";
+    job.metrics_path = folder + "/metrics/" + std::to_string(job.id) + ".jsonl";
+    store.update_job(job);
+  });
 }
 
 }  // namespace nodus::engine

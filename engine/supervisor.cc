@@ -211,8 +211,10 @@ void launch(store::Store& store, backend::Backend& backend, JobRecord& job, cons
     const double now = unix_now();
     move_job(pending, JobState::kStarting);
     pending.started_at = now;
-    store.update_job(pending);
-    store.write_tick(pending.id, {now, {}, {}, {}});
+    store.together([&] {
+      store.update_job(pending);
+      store.write_tick(pending.id, {now, {}, {}, {}});
+    });
     timing::step("start recorded");
   };
 
@@ -495,8 +497,10 @@ int Supervision::finish(const backend::Outcome& outcome, OutcomeFile& outcome_fi
   std::string verdict = observer_.finish(job);
   timing::step("measurements finished");
   try {
-    store_.release_gpus(job.id);
-    store_.update_job(job);
+    store_.together([&] {
+      store_.release_gpus(job.id);
+      store_.update_job(job);
+    });
   } catch (const Fatal& e) {
     // A full disk: the outcome goes where space was set aside for it, and the next nodus
     // command that can write the store records it from there.

@@ -182,6 +182,10 @@ std::optional<double> Stmt::opt_f64(int col) const {
 // ---- Transaction ----
 
 Transaction::Transaction(Db& db, Mode mode) : db_(db) {
+  if (sqlite3_get_autocommit(db_.handle()) == 0) {  // part of the open one
+    open_ = false;
+    return;
+  }
   db_.exec(mode == Mode::kImmediate ? "BEGIN IMMEDIATE" : "BEGIN");
 }
 
@@ -192,6 +196,7 @@ Transaction::~Transaction() {
 }
 
 void Transaction::commit() {
+  if (!open_) return;  // the outer transaction commits
   db_.exec("COMMIT");
   open_ = false;
 }

@@ -111,7 +111,9 @@ class Db {
 // BEGIN ... COMMIT; the destructor rolls back a transaction that was not committed, so a failed
 // write never leaves half a row. kImmediate takes the write lock up front: use it for every
 // transaction that writes, above all read-then-write ones (a deferred reader that later writes
-// fails with SQLITE_BUSY at once instead of waiting).
+// fails with SQLITE_BUSY at once instead of waiting). Inside a transaction already open on the
+// connection (Store::together) it is part of that one: it begins and commits nothing, and a
+// failure inside it reaches the outer one as an exception, which rolls the whole back.
 class Transaction {
  public:
   enum class Mode { kRead, kImmediate };
@@ -123,7 +125,7 @@ class Transaction {
 
  private:
   Db& db_;
-  bool open_ = true;
+  bool open_ = true;  // false once committed, and for one inside an outer transaction
 };
 
 }  // namespace nodus::store

@@ -106,6 +106,13 @@ std::string Store::default_path() { return nodus_home() + "/nodus.db"; }
 
 std::string Store::folder() const { return parent_of(path_); }
 
+void Store::together(const std::function<void()>& writes) {
+  auto lock = impl_->lock();
+  Transaction tx(impl_->db, Transaction::Mode::kImmediate);
+  writes();
+  tx.commit();
+}
+
 std::string Store::integrity_check() {
   auto lock = impl_->lock();
   auto stmt = impl_->db.prepare("PRAGMA integrity_check");

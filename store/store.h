@@ -1,7 +1,8 @@
 #pragma once
 // Store is nodus's one SQLite file ($NODUS_HOME/nodus.db, WAL): jobs, GPU claims, sweeps,
-// metric and telemetry series. Every method is one transaction; read-then-write ones use
-// BEGIN IMMEDIATE so concurrent nodus processes serialize instead of failing with SQLITE_BUSY.
+// metric and telemetry series. Every method is one transaction (or part of together()'s);
+// read-then-write ones use BEGIN IMMEDIATE so concurrent nodus processes serialize instead of
+// failing with SQLITE_BUSY.
 // Errors (locked too long, corrupt, unwritable) throw nodus::Fatal with the path in the message.
 // One Store may be shared by the threads of a process (calls are serialized); each process
 // opens its own (never use a Store across fork()).
@@ -175,6 +176,12 @@ class Store {
   std::vector<SpendRow> spend_by_name(std::optional<double> since, std::optional<double> until);
 
   std::string integrity_check();  // "ok" when healthy
+
+  // Runs `writes` (calls of this Store's methods, from this thread) as one transaction: all of
+  // them are stored or, when one throws, none. Each commit costs SQLite's locking and a
+  // write of every page it changed to the WAL, which the next process to open the store reads
+  // back: a launch's rows written together are one commit and fewer pages.
+  void together(const std::function<void()>& writes);
 
   Store(const Store&) = delete;
   Store& operator=(const Store&) = delete;

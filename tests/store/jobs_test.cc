@@ -111,6 +111,42 @@ TEST(StoreJobs, UpdatingAMissingJobIsAnError) {
   EXPECT_THROW(store->update_job(j), Fatal);
 }
 
+TEST(StoreJobs, WritesTogetherAreStoredTogether) {
+  TempDir dir;
+  auto store = Store::open(dir.db());
+  JobRecord j = testing::plain_job(JobState::kWaiting);
+  store->together([&] {
+    j.id = store->insert_job(j);
+    j.log_path = "/tmp/logs/" + std::to_string(j.id) + ".log";
+    store->update_job(j);
+    store->write_tick(j.id, {12.5, {}, {}, {}});
+  });
+  expect_same(*store->job(j.id), j);
+  EXPECT_EQ(store->heartbeat(j.id), 12.5);
+}
+
+TEST(StoreJobs, WritesTogetherAreNoneOfThemWhenOneFails) {
+  TempDir dir;
+  auto store = Store::open(dir.db());
+  JobRecord j = testing::plain_job(JobState::kWaiting);
+  j.id = store->insert_job(j);
+  JobRecord missing = testing::plain_job();
+  missing.id = j.id + 100;
+  EXPECT_THROW(store->together([&] {
+    store->write_tick(j.id, {12.5, {}, {}, {}});
+    store->insert_job(testing::plain_job(JobState::kWaiting));
+    store->update_job(missing);  // no such row: the insert and the tick are rolled back too
+  }),
+               Fatal);
+  EXPECT_FALSE(store->heartbeat(j.id));
+  JobFilter every;
+  every.all = true;
+  EXPECT_EQ(store->jobs(every).size(), 1u);
+  // The connection is usable again, outside any transaction.
+  store->write_tick(j.id, {13.0, {}, {}, {}});
+  EXPECT_EQ(store->heartbeat(j.id), 13.0);
+}
+
 TEST(StoreJobs, SecretEnvValuesNeverReachTheFile) {
   TempDir dir;
   auto store = Store::open(dir.db());
