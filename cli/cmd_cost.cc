@@ -63,15 +63,14 @@ constexpr Grouping kGroupings[] = {
 
 using Row = store::Store::SpendRow;
 
-// The listing of one grouping; `total` adds the human-only total line (never json or csv).
-Table spend_table(const Grouping& g, std::vector<Row> rows, bool total) {
-  using F = Field<Row>;
+// The columns of one grouping's listing.
+std::vector<Field<Row>> spend_fields(const Grouping& g) {
   auto hours = [](const Row& r) {
     char buf[32];
     std::snprintf(buf, sizeof buf, "%.2f", r.gpu_hours);
     return std::string(buf);
   };
-  std::vector<F> fields = {
+  return {
       {{g.key, g.header},
        [](const Row& r) { return r.key.empty() ? "-" : r.key; },
        [](const Row& r) { return or_null(r.key); }},
@@ -85,17 +84,47 @@ Table spend_table(const Grouping& g, std::vector<Row> rows, bool total) {
        [](const Row& r) { return format_usd(r.cost); },
        [](const Row& r) { return nlohmann::json(r.cost); }},
   };
-  if (total && !rows.empty()) {
-    Row sum{"total"};
-    for (const auto& r : rows) {
-      sum.jobs += r.jobs;
-      sum.gpu_hours += r.gpu_hours;
-      sum.cost += r.cost;
-    }
-    rows.push_back(sum);
-  }
-  return make_table(fields, rows);
 }
+
+// Writes the listing of one grouping to `sink` row by row (a row per group: `--by name` has one
+// per job name), never building it whole; `total` adds the human-only total line (never json or
+// csv).
+void write_spend(const Grouping& g, const std::vector<Row>& rows, bool total, Format f,
+                 const TableWriter::Sink& sink) {
+  const auto fields = spend_fields(g);
+  TableWriter writer(columns_of(fields), f, sink);
+  std::optional<Row> sum;
+  if (total && !rows.empty()) {
+    sum = Row{"total"};
+    for (const auto& r : rows) {
+      sum->jobs += r.jobs;
+      sum->gpu_hours += r.gpu_hours;
+      sum->cost += r.cost;
+    }
+  }
+  for (int pass = 0; pass < writer.passes(); ++pass) {
+    for (const auto& r : rows) feed_row(writer, fields, pass, r);
+    if (sum) feed_row(writer, fields, pass, *sum);
+  }
+  writer.finish();
+}
+
+// A sink for a json listing nested one level into an object: each line after the first
+// indented two more spaces, and the listing's last newline left out, as dump_json prints an
+// array member of an object.
+struct NestedJson {
+  TableWriter::Sink out;
+  bool newline = false;  // a newline held back: the next byte decides
+  void operator()(std::string_view text) {
+    std::string nested;
+    for (char c : text) {
+      if (newline) nested += "\n  ";
+      newline = c == '\n';
+      if (!newline) nested += c;
+    }
+    out(nested);
+  }
+};
 
 nlohmann::json total_json(const std::vector<Row>& rows) {
   int jobs = 0;
@@ -149,23 +178,31 @@ struct CostCommand {
       for (const auto* g : groupings) results.push_back(rows(*store, *g, from, to));
     }
 
+    const TableWriter::Sink out = [](std::string_view text) {
+      std::fwrite(text.data(), 1, text.size(), stdout);
+    };
     if (f == Format::kJson) {
-      // An object: the groupings asked for, the range, and the totals beside (not among) rows.
-      nlohmann::json out = {{"schema_version", kSchemaVersion},
-                            {"since", or_null(from)},
-                            {"until", or_null(to)},
-                            {"total", total_json(results.front())}};
-      for (size_t i = 0; i < groupings.size(); ++i)
-        out[std::string("by_") + groupings[i]->by] =
-            spend_table(*groupings[i], results[i], false).raw_rows();
-      return print(dump_json(out) + "\n"), 0;
+      // An object: the groupings asked for, the range, and the totals beside (not among) rows;
+      // its members in dump_json's order (by key), each grouping's rows written as they go.
+      out("{\n");
+      for (size_t i = 0; i < groupings.size(); ++i) {
+        out(std::string("  \"by_") + groupings[i]->by + "\": ");
+        write_spend(*groupings[i], results[i], false, f, NestedJson{out});
+        out(",\n");
+      }
+      nlohmann::json rest = {{"schema_version", kSchemaVersion},
+                             {"since", or_null(from)},
+                             {"until", or_null(to)},
+                             {"total", total_json(results.front())}};
+      out(dump_json(rest).substr(2) + "\n");  // its members after the groupings' ("by_...")
+      return 0;
     }
     if (f == Format::kCsv)  // one grouping: csv has one header
-      return print(spend_table(*groupings.front(), results.front(), false).render(f)), 0;
-    std::string text;
-    for (size_t i = 0; i < groupings.size(); ++i)
-      text += (i ? "\n" : "") + spend_table(*groupings[i], results[i], true).render(f);
-    print(text);
+      return write_spend(*groupings.front(), results.front(), false, f, out), 0;
+    for (size_t i = 0; i < groupings.size(); ++i) {
+      if (i) out("\n");
+      write_spend(*groupings[i], results[i], true, f, out);
+    }
     return 0;
   }
 };

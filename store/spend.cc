@@ -1,9 +1,11 @@
 // Store: spend summaries. A running job counts what it has cost so far (GPUs x rate x elapsed),
 // since its stored cost is only final once it ends.
 //
-// Both summaries walk the covering index jobs_spend in start order and aggregate here: grouping
-// by local day in SQL would call localtime once per row (100k rows: ~60 ms), while walking in
-// order needs one call per day boundary crossed.
+// The day and GPU summaries walk the covering index jobs_spend in start order and aggregate here:
+// grouping by local day in SQL would call localtime once per row (100k rows: ~60 ms), while
+// walking in order needs one call per day boundary crossed. The sweep and name summaries walk
+// jobs_spend_sweep and jobs_spend_name (migration 4), covering too, in group order: one group
+// held at a time while reading, then one row per group.
 
 #include <algorithm>
 #include <ctime>
@@ -22,39 +24,33 @@ struct Billed {
   int gpu_count;
   double gpu_hours;
   double cost;
-  std::string group;  // sweep ("s3") or name, when the scan asked for one; "" for none
 };
 
-enum class Group { kNone, kSweep, kName };
+// The billing columns every scan selects, in this order, from `first` on.
+constexpr const char* kBilledColumns =
+    "started_at, gpu_type, gpu_count, rate_per_gpu_hour, ended_at, cost";
+
+// A started job's bill from a row holding kBilledColumns from column `first` on.
+Billed bill(Stmt& stmt, int first, double now) {
+  Billed b{stmt.f64(first), stmt.text(first + 1), stmt.i32(first + 2), 0, 0};
+  double rate = stmt.f64(first + 3);
+  std::optional<double> ended = stmt.opt_f64(first + 4);
+  double seconds = std::max(0.0, ended.value_or(now) - b.started_at);
+  b.gpu_hours = b.gpu_count * seconds / 3600.0;
+  b.cost = ended ? stmt.f64(first + 5) : cost_usd(b.gpu_count, rate, seconds);
+  return b;
+}
 
 void scan_started(Db& db, std::optional<double> since, std::optional<double> until,
-                  const std::function<void(const Billed&)>& fn, Group group = Group::kNone) {
-  // Day and GPU summaries read only the covering index; sweep and name read the rows too.
-  const char* extra = group == Group::kSweep  ? ", sweep_id"
-                      : group == Group::kName ? ", name"
-                                              : ", NULL";
-  auto stmt = db.prepare(std::string("SELECT started_at, gpu_type, gpu_count, rate_per_gpu_hour, "
-                                     "ended_at, cost") +
-                         extra +
+                  const std::function<void(const Billed&)>& fn) {
+  // Reads only the covering index.
+  auto stmt = db.prepare(std::string("SELECT ") + kBilledColumns +
                          " FROM jobs INDEXED BY jobs_spend WHERE started_at >= ? AND "
                          "started_at < ? ORDER BY started_at");
   stmt.bind(1, since.value_or(-1e300));  // also leaves out never-started jobs (NULL)
   stmt.bind(2, until.value_or(1e300));
   const double now = unix_now();
-  while (stmt.step()) {
-    Billed b{stmt.f64(0), stmt.text(1), stmt.i32(2), 0, 0, ""};
-    if (group == Group::kSweep) {
-      if (auto id = stmt.opt_f64(6)) b.group = "s" + std::to_string(static_cast<long long>(*id));
-    } else if (group == Group::kName) {
-      b.group = stmt.text(6);
-    }
-    double rate = stmt.f64(3);
-    std::optional<double> ended = stmt.opt_f64(4);
-    double seconds = std::max(0.0, ended.value_or(now) - b.started_at);
-    b.gpu_hours = b.gpu_count * seconds / 3600.0;
-    b.cost = ended ? stmt.f64(5) : cost_usd(b.gpu_count, rate, seconds);
-    fn(b);
-  }
+  while (stmt.step()) fn(bill(stmt, 0, now));
 }
 
 // The local day holding t: its "YYYY-MM-DD" and the unix time the next local day starts.
@@ -82,6 +78,33 @@ std::vector<Store::SpendRow> sorted_by_cost(std::map<std::string, Store::SpendRo
   for (auto& [key, row] : by_key) out.push_back(std::move(row));
   std::stable_sort(out.begin(), out.end(), [](const Store::SpendRow& a, const Store::SpendRow& b) {
     return a.cost > b.cost;
+  });
+  return out;
+}
+
+// Every group's row, one group at a time: walks `index`, which starts with `column` and then
+// holds jobs_spend's columns, so each group's jobs come together and in the order the other
+// summaries add them (start order), and adds a group's row once its last job is read. `key`
+// names a group from that column's value. Rows most expensive first; equal costs by key, as
+// sorted_by_cost leaves them.
+std::vector<Store::SpendRow> spend_by_group(Db& db, const char* index, const char* column,
+                                            std::optional<double> since,
+                                            std::optional<double> until,
+                                            const std::function<std::string(Stmt&)>& key) {
+  auto stmt = db.prepare(
+      std::string("SELECT ") + column + ", " + kBilledColumns + " FROM jobs INDEXED BY " + index +
+      " WHERE started_at >= ? AND started_at < ? ORDER BY " + column + ", " + kBilledColumns);
+  stmt.bind(1, since.value_or(-1e300));  // also leaves out never-started jobs (NULL)
+  stmt.bind(2, until.value_or(1e300));
+  const double now = unix_now();
+  std::vector<Store::SpendRow> out;
+  while (stmt.step()) {
+    std::string k = key(stmt);
+    if (out.empty() || out.back().key != k) out.push_back({std::move(k)});
+    add(out.back(), bill(stmt, 1, now));
+  }
+  std::sort(out.begin(), out.end(), [](const Store::SpendRow& a, const Store::SpendRow& b) {
+    return a.cost != b.cost ? a.cost > b.cost : a.key < b.key;
   });
   return out;
 }
@@ -150,31 +173,18 @@ std::pair<std::vector<Store::SpendRow>, std::vector<Store::SpendRow>> Store::spe
 std::vector<Store::SpendRow> Store::spend_by_sweep(std::optional<double> since,
                                                    std::optional<double> until) {
   auto lock = impl_->lock();
-  std::map<std::string, SpendRow> by_sweep;
-  scan_started(
-      impl_->db, since, until,
-      [&](const Billed& b) {
-        SpendRow& row = by_sweep[b.group];
-        row.key = b.group;
-        add(row, b);
-      },
-      Group::kSweep);
-  return sorted_by_cost(by_sweep);
+  return spend_by_group(impl_->db, "jobs_spend_sweep", "sweep_id", since, until,
+                        [](Stmt& stmt) -> std::string {
+                          auto id = stmt.opt_i64(0);
+                          return id ? "s" + std::to_string(*id) : "";  // "": not in a sweep
+                        });
 }
 
 std::vector<Store::SpendRow> Store::spend_by_name(std::optional<double> since,
                                                   std::optional<double> until) {
   auto lock = impl_->lock();
-  std::map<std::string, SpendRow> by_name;
-  scan_started(
-      impl_->db, since, until,
-      [&](const Billed& b) {
-        SpendRow& row = by_name[b.group];
-        row.key = b.group;
-        add(row, b);
-      },
-      Group::kName);
-  return sorted_by_cost(by_name);
+  return spend_by_group(impl_->db, "jobs_spend_name", "name", since, until,
+                        [](Stmt& stmt) { return stmt.text(0); });
 }
 
 }  // namespace nodus::store
