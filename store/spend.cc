@@ -5,7 +5,7 @@
 // grouping by local day in SQL would call localtime once per row (100k rows: ~60 ms), while
 // walking in order needs one call per day boundary crossed. The sweep and name summaries walk
 // jobs_spend_sweep and jobs_spend_name (migration 4), covering too, in group order: one group
-// held at a time while reading, then one row per group.
+// held at a time, its row then sorted by SQLite (each_group).
 
 #include <algorithm>
 #include <ctime>
@@ -82,31 +82,48 @@ std::vector<Store::SpendRow> sorted_by_cost(std::map<std::string, Store::SpendRo
   return out;
 }
 
-// Every group's row, one group at a time: walks `index`, which starts with `column` and then
-// holds jobs_spend's columns, so each group's jobs come together and in the order the other
-// summaries add them (start order), and adds a group's row once its last job is read. `key`
-// names a group from that column's value. Rows most expensive first; equal costs by key, as
-// sorted_by_cost leaves them.
-std::vector<Store::SpendRow> spend_by_group(Db& db, const char* index, const char* column,
-                                            std::optional<double> since,
-                                            std::optional<double> until,
-                                            const std::function<std::string(Stmt&)>& key) {
-  auto stmt = db.prepare(
-      std::string("SELECT ") + column + ", " + kBilledColumns + " FROM jobs INDEXED BY " + index +
-      " WHERE started_at >= ? AND started_at < ? ORDER BY " + column + ", " + kBilledColumns);
-  stmt.bind(1, since.value_or(-1e300));  // also leaves out never-started jobs (NULL)
-  stmt.bind(2, until.value_or(1e300));
-  const double now = unix_now();
-  std::vector<Store::SpendRow> out;
-  while (stmt.step()) {
-    std::string k = key(stmt);
-    if (out.empty() || out.back().key != k) out.push_back({std::move(k)});
-    add(out.back(), bill(stmt, 1, now));
+// Every group's row, most expensive first (equal costs by key, as sorted_by_cost leaves them),
+// handed to `each` `passes` times. Walks `index`, which starts with `column` and then holds
+// jobs_spend's columns, so each group's jobs come together and in the order the other summaries
+// add them (start order): one group is held at a time, `key` naming it from the column's value.
+// Each group's row goes to a temporary table as its last job is read, and SQLite's sorter
+// orders them: both keep to their page caches and spill to temporary files beyond, so memory
+// stays flat however many groups (`--by name` over 100k jobs of as many names).
+void each_group(Db& db, const char* index, const char* column, std::optional<double> since,
+                std::optional<double> until, const std::function<std::string(Stmt&)>& key,
+                int passes, const std::function<void(int pass, const Store::SpendRow&)>& each) {
+  db.exec(
+      "CREATE TEMP TABLE IF NOT EXISTS spend_groups (key TEXT NOT NULL, jobs INTEGER NOT NULL, "
+      "gpu_hours REAL NOT NULL, cost REAL NOT NULL); DELETE FROM temp.spend_groups");
+  Transaction tx(db, Transaction::Mode::kRead);  // one snapshot; temp rows written in one go
+  {
+    auto walk = db.prepare(
+        std::string("SELECT ") + column + ", " + kBilledColumns + " FROM jobs INDEXED BY " + index +
+        " WHERE started_at >= ? AND started_at < ? ORDER BY " + column + ", " + kBilledColumns);
+    walk.bind(1, since.value_or(-1e300));  // also leaves out never-started jobs (NULL)
+    walk.bind(2, until.value_or(1e300));
+    auto insert = db.prepare("INSERT INTO temp.spend_groups VALUES (?, ?, ?, ?)");
+    auto flush = [&](const Store::SpendRow& row) {
+      insert.bind_all(row.key, row.jobs, row.gpu_hours, row.cost).run();
+      insert.reset();
+    };
+    const double now = unix_now();
+    std::optional<Store::SpendRow> group;
+    while (walk.step()) {
+      std::string k = key(walk);
+      if (group && group->key != k) flush(*group);
+      if (!group || group->key != k) group = Store::SpendRow{std::move(k)};
+      add(*group, bill(walk, 1, now));
+    }
+    if (group) flush(*group);
   }
-  std::sort(out.begin(), out.end(), [](const Store::SpendRow& a, const Store::SpendRow& b) {
-    return a.cost != b.cost ? a.cost > b.cost : a.key < b.key;
-  });
-  return out;
+  for (int pass = 0; pass < passes; ++pass) {
+    auto rows = db.prepare(
+        "SELECT key, jobs, gpu_hours, cost FROM temp.spend_groups ORDER BY cost DESC, key");
+    while (rows.step()) each(pass, {rows.text(0), rows.i32(1), rows.f64(2), rows.f64(3)});
+  }
+  db.exec("DELETE FROM temp.spend_groups");
+  tx.commit();
 }
 
 }  // namespace
@@ -170,21 +187,42 @@ std::pair<std::vector<Store::SpendRow>, std::vector<Store::SpendRow>> Store::spe
   return {std::move(days.rows), sorted_by_cost(gpus.by_type)};
 }
 
+namespace {
+
+std::string sweep_key(Stmt& stmt) {
+  auto id = stmt.opt_i64(0);
+  return id ? "s" + std::to_string(*id) : "";  // "": not in a sweep
+}
+
+std::string name_key(Stmt& stmt) { return stmt.text(0); }
+
+}  // namespace
+
+void Store::each_spend_by_sweep(std::optional<double> since, std::optional<double> until,
+                                int passes,
+                                const std::function<void(int pass, const SpendRow&)>& each) {
+  auto lock = impl_->lock();
+  each_group(impl_->db, "jobs_spend_sweep", "sweep_id", since, until, sweep_key, passes, each);
+}
+
+void Store::each_spend_by_name(std::optional<double> since, std::optional<double> until, int passes,
+                               const std::function<void(int pass, const SpendRow&)>& each) {
+  auto lock = impl_->lock();
+  each_group(impl_->db, "jobs_spend_name", "name", since, until, name_key, passes, each);
+}
+
 std::vector<Store::SpendRow> Store::spend_by_sweep(std::optional<double> since,
                                                    std::optional<double> until) {
-  auto lock = impl_->lock();
-  return spend_by_group(impl_->db, "jobs_spend_sweep", "sweep_id", since, until,
-                        [](Stmt& stmt) -> std::string {
-                          auto id = stmt.opt_i64(0);
-                          return id ? "s" + std::to_string(*id) : "";  // "": not in a sweep
-                        });
+  std::vector<SpendRow> rows;
+  each_spend_by_sweep(since, until, 1, [&](int, const SpendRow& row) { rows.push_back(row); });
+  return rows;
 }
 
 std::vector<Store::SpendRow> Store::spend_by_name(std::optional<double> since,
                                                   std::optional<double> until) {
-  auto lock = impl_->lock();
-  return spend_by_group(impl_->db, "jobs_spend_name", "name", since, until,
-                        [](Stmt& stmt) { return stmt.text(0); });
+  std::vector<SpendRow> rows;
+  each_spend_by_name(since, until, 1, [&](int, const SpendRow& row) { rows.push_back(row); });
+  return rows;
 }
 
 }  // namespace nodus::store
