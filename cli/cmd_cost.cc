@@ -63,15 +63,14 @@ constexpr Grouping kGroupings[] = {
 
 using Row = store::Store::SpendRow;
 
-// The listing of one grouping; `total` adds the human-only total line (never json or csv).
-Table spend_table(const Grouping& g, std::vector<Row> rows, bool total) {
-  using F = Field<Row>;
+// The columns of one grouping's listing.
+std::vector<Field<Row>> spend_fields(const Grouping& g) {
   auto hours = [](const Row& r) {
     char buf[32];
     std::snprintf(buf, sizeof buf, "%.2f", r.gpu_hours);
     return std::string(buf);
   };
-  std::vector<F> fields = {
+  return {
       {{g.key, g.header},
        [](const Row& r) { return r.key.empty() ? "-" : r.key; },
        [](const Row& r) { return or_null(r.key); }},
@@ -85,43 +84,74 @@ Table spend_table(const Grouping& g, std::vector<Row> rows, bool total) {
        [](const Row& r) { return format_usd(r.cost); },
        [](const Row& r) { return nlohmann::json(r.cost); }},
   };
-  if (total && !rows.empty()) {
-    Row sum{"total"};
-    for (const auto& r : rows) {
+}
+
+// A grouping's rows, handed to `each` one at a time, `passes` times over: from memory (day,
+// GPU type: a few rows) or from the store as it sorts them (sweep, name: a row per group).
+using Rows = std::function<void(int passes, const std::function<void(int pass, const Row&)>& each)>;
+
+Rows from_memory(const std::vector<Row>& rows) {
+  return [&rows](int passes, const std::function<void(int, const Row&)>& each) {
+    for (int pass = 0; pass < passes; ++pass)
+      for (const auto& r : rows) each(pass, r);
+  };
+}
+
+// Writes the listing of one grouping to `sink` row by row, never holding it whole; `total` adds
+// the human-only total line (never json or csv). `many`: rows dear to hand over twice (the
+// store's), which table and md then keep in a temporary file as they measure them. Returns the
+// rows' sum (what the json total shows), keyed "total".
+Row write_spend(const Grouping& g, const Rows& rows, bool many, bool total, Format f,
+                const TableWriter::Sink& sink) {
+  const auto fields = spend_fields(g);
+  TableWriter writer(columns_of(fields), f, sink);
+  if (many) writer.keep_measured_rows();
+  Row sum{"total"};
+  bool any = false;
+  int pass_fed = -1;  // the pass whose rows are being fed: the total line ends each
+  auto end_pass = [&] {
+    if (total && any) feed_row(writer, fields, pass_fed, sum);
+  };
+  rows(writer.passes(), [&](int pass, const Row& r) {
+    if (pass != pass_fed) {
+      if (pass_fed >= 0) end_pass();
+      pass_fed = pass;
+    }
+    if (pass == 0) {
+      any = true;
       sum.jobs += r.jobs;
       sum.gpu_hours += r.gpu_hours;
       sum.cost += r.cost;
     }
-    rows.push_back(sum);
-  }
-  return make_table(fields, rows);
+    feed_row(writer, fields, pass, r);
+  });
+  if (pass_fed >= 0) end_pass();
+  writer.finish();
+  return sum;
 }
 
-nlohmann::json total_json(const std::vector<Row>& rows) {
-  int jobs = 0;
-  double hours = 0, cost = 0;
-  for (const auto& r : rows) {
-    jobs += r.jobs;
-    hours += r.gpu_hours;
-    cost += r.cost;
+// A sink for a json listing nested one level into an object: each line after the first
+// indented two more spaces, and the listing's last newline left out, as dump_json prints an
+// array member of an object.
+struct NestedJson {
+  TableWriter::Sink out;
+  bool newline = false;  // a newline held back: the next byte decides
+  void operator()(std::string_view text) {
+    std::string nested;
+    for (char c : text) {
+      if (newline) nested += "\n  ";
+      newline = c == '\n';
+      if (!newline) nested += c;
+    }
+    out(nested);
   }
-  return {{"jobs", jobs}, {"gpu_hours", hours}, {"cost_usd", cost}};
-}
+};
 
 struct CostCommand {
   std::string by;
   std::string since;
   std::string until;
   std::string format = "table";
-
-  std::vector<Row> rows(store::Store& store, const Grouping& g, std::optional<double> from,
-                        std::optional<double> to) const {
-    std::string by_what = g.by;
-    if (by_what == "day") return store.spend_by_day(from, to);
-    if (by_what == "gpu") return store.spend_by_gpu(from, to, true);
-    if (by_what == "sweep") return store.spend_by_sweep(from, to);
-    return store.spend_by_name(from, to);
-  }
 
   int operator()() const {
     Format f = format_from(format);
@@ -139,33 +169,58 @@ struct CostCommand {
 
     auto store = open_store_to_read();
     reconcile_to_read(*store);
-    std::vector<std::vector<Row>> results;
+    std::vector<std::vector<Row>> held;  // day and GPU type: a few rows each
+    std::vector<Rows> results;
     if (groupings.size() == 2 && groupings[0]->by == std::string("day") &&
         groupings[1]->by == std::string("gpu")) {  // the default: one walk of the jobs for both
       auto [days, gpus] = store->spend_by_day_and_gpu(from, to, true);
-      results.push_back(std::move(days));
-      results.push_back(std::move(gpus));
-    } else {
-      for (const auto* g : groupings) results.push_back(rows(*store, *g, from, to));
+      held.push_back(std::move(days));
+      held.push_back(std::move(gpus));
+    } else if (by == "day") {
+      held.push_back(store->spend_by_day(from, to));
+    } else if (by == "gpu") {
+      held.push_back(store->spend_by_gpu(from, to, true));
     }
+    for (const auto& rows : held) results.push_back(from_memory(rows));
+    const bool many = by == "sweep" || by == "name";
+    if (by == "sweep")
+      results.push_back([&](int passes, const std::function<void(int, const Row&)>& each) {
+        store->each_spend_by_sweep(from, to, passes, each);
+      });
+    if (by == "name")
+      results.push_back([&](int passes, const std::function<void(int, const Row&)>& each) {
+        store->each_spend_by_name(from, to, passes, each);
+      });
 
+    const TableWriter::Sink out = [](std::string_view text) {
+      std::fwrite(text.data(), 1, text.size(), stdout);
+    };
     if (f == Format::kJson) {
-      // An object: the groupings asked for, the range, and the totals beside (not among) rows.
-      nlohmann::json out = {{"schema_version", kSchemaVersion},
-                            {"since", or_null(from)},
-                            {"until", or_null(to)},
-                            {"total", total_json(results.front())}};
-      for (size_t i = 0; i < groupings.size(); ++i)
-        out[std::string("by_") + groupings[i]->by] =
-            spend_table(*groupings[i], results[i], false).raw_rows();
-      return print(dump_json(out) + "\n"), 0;
+      // An object: the groupings asked for, the range, and the totals of the first beside (not
+      // among) its rows; its members in dump_json's order (by key), the rows written as they go.
+      out("{\n");
+      Row total;
+      for (size_t i = 0; i < groupings.size(); ++i) {
+        out(std::string("  \"by_") + groupings[i]->by + "\": ");
+        Row sum = write_spend(*groupings[i], results[i], many, false, f, NestedJson{out});
+        if (i == 0) total = sum;
+        out(",\n");
+      }
+      nlohmann::json rest = {
+          {"schema_version", kSchemaVersion},
+          {"since", or_null(from)},
+          {"until", or_null(to)},
+          {"total",
+           {{"jobs", total.jobs}, {"gpu_hours", total.gpu_hours}, {"cost_usd", total.cost}}}};
+      out(dump_json(rest).substr(2) + "\n");  // its members after the groupings' ("by_...")
+      return 0;
     }
     if (f == Format::kCsv)  // one grouping: csv has one header
-      return print(spend_table(*groupings.front(), results.front(), false).render(f)), 0;
-    std::string text;
-    for (size_t i = 0; i < groupings.size(); ++i)
-      text += (i ? "\n" : "") + spend_table(*groupings[i], results[i], true).render(f);
-    print(text);
+      return write_spend(*groupings.front(), results.front(), many, false, f, out), 0;
+    for (size_t i = 0; i < groupings.size(); ++i) {
+      if (i) out("\n");
+      write_spend(*groupings[i], results[i], many, true, f, out);
+    }
     return 0;
   }
 };

@@ -120,6 +120,16 @@ const char* const kSchemaV3 = R"sql(
 ALTER TABLE jobs ADD COLUMN heartbeat_at REAL;
 )sql";
 
+// Migration 4: the spend summaries by sweep and by job name walk an index in group order, each
+// group's jobs in start order (the order jobs_spend gives), so they aggregate one group at a time
+// and never read the wide job rows.
+const char* const kSchemaV4 = R"sql(
+CREATE INDEX jobs_spend_sweep ON jobs(sweep_id, started_at, gpu_type, gpu_count, rate_per_gpu_hour,
+                                      ended_at, cost);
+CREATE INDEX jobs_spend_name ON jobs(name, started_at, gpu_type, gpu_count, rate_per_gpu_hour,
+                                     ended_at, cost);
+)sql";
+
 int pragma_int(Db& db, const std::string& pragma) {
   auto stmt = db.prepare("PRAGMA " + pragma);
   return stmt.step() ? stmt.i32(0) : 0;
@@ -131,6 +141,7 @@ const std::vector<Migration>& migrations() {
   static const std::vector<Migration> list = {
       {1, kSchemaV1},
       {3, kSchemaV3},
+      {4, kSchemaV4},
   };
   return list;
 }

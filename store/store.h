@@ -174,6 +174,12 @@ class Store {
       std::optional<double> since, std::optional<double> until, bool with_cpu_only);
   std::vector<SpendRow> spend_by_sweep(std::optional<double> since, std::optional<double> until);
   std::vector<SpendRow> spend_by_name(std::optional<double> since, std::optional<double> until);
+  // The rows of the two above handed to `each` one at a time, `passes` times (a listing that
+  // measures its rows before it prints them): memory stays flat however many sweeps or names.
+  void each_spend_by_sweep(std::optional<double> since, std::optional<double> until, int passes,
+                           const std::function<void(int pass, const SpendRow&)>& each);
+  void each_spend_by_name(std::optional<double> since, std::optional<double> until, int passes,
+                          const std::function<void(int pass, const SpendRow&)>& each);
 
   std::string integrity_check();  // "ok" when healthy
 

@@ -325,6 +325,32 @@ TEST(Cost, GroupsBySweepAndNameWithinARange) {
   EXPECT_EQ(home.run({"cost", "--since", "1h", "--until", "2h"}).code, 125);
 }
 
+// cost writes its json object as it goes (the groupings' rows one at a time, then the range and
+// the total): the bytes nlohmann's own dump of that object prints, rows or none, one grouping or
+// two.
+TEST(Cost, JsonIsWhatDumpingTheObjectPrints) {
+  NodusHome home;
+  std::map<std::string, std::string> env{{"NODUS_LOCAL_USD_PER_HOUR", "36"}};
+  ASSERT_EQ(home.run({"run", "--name", "a", "--", "true"}, env).code, 0);
+  ASSERT_EQ(home.run({"sweep", "-p", "w=1,2", "--", "true"}, env).code, 0);
+  for (std::vector<std::string> by : {std::vector<std::string>{},
+                                      {"--by", "day"},
+                                      {"--by", "gpu"},
+                                      {"--by", "sweep"},
+                                      {"--by", "name"}}) {
+    for (std::vector<std::string> range : {std::vector<std::string>{}, {"--until", "1h"}}) {
+      std::vector<std::string> args = {"cost", "--format", "json"};
+      args.insert(args.end(), by.begin(), by.end());
+      args.insert(args.end(), range.begin(), range.end());
+      auto r = home.run(args);
+      ASSERT_EQ(r.code, 0) << r.err;
+      auto parsed = nlohmann::json::parse(r.out);
+      EXPECT_EQ(r.out, parsed.dump(2) + "\n");
+      EXPECT_EQ(parsed["total"]["jobs"], range.empty() ? 3 : 0) << r.out;
+    }
+  }
+}
+
 TEST(Completion, BashCompletesRunMaToMaxCost) {
   std::string script = "source <('" + std::string(NODUS_BIN) +
                        "' completion bash) && COMP_WORDS=(nodus run --ma) && COMP_CWORD=2 && "

@@ -97,6 +97,90 @@ TEST(StoreMigrate, AFailingMigrationLeavesNothingBehind) {
   EXPECT_EQ(tables.i64(0), 0);
 }
 
+// A store as version 3 left it: version 4 only adds the spend indexes by sweep and by name.
+void make_version_3(const std::string& path) {
+  Db db(path, std::chrono::seconds(1));
+  db.exec("DROP INDEX jobs_spend_sweep; DROP INDEX jobs_spend_name; PRAGMA user_version=3");
+}
+
+std::vector<std::string> index_names(const std::string& path) {
+  Db db(path, std::chrono::seconds(1));
+  auto stmt = db.prepare("SELECT name FROM sqlite_master WHERE type = 'index' ORDER BY name");
+  std::vector<std::string> names;
+  while (stmt.step()) names.push_back(stmt.text(0));
+  return names;
+}
+
+TEST(StoreMigrate, Version4AddsTheSpendIndexesOnceAndKeepsEveryRow) {
+  ASSERT_EQ(migrations().back().version, 4);
+  TempDir dir;
+  std::vector<JobRecord> jobs;
+  {
+    auto store = Store::open(dir.db());
+    SweepRecord sweep;
+    sweep.name = "lr";
+    sweep.argv = {"true"};
+    sweep.state = "completed";
+    int64_t sweep_id = store->insert_sweep(sweep);
+    for (int i = 0; i < 50; ++i) {
+      JobRecord j = testing::full_job("job" + std::to_string(i % 7));
+      j.sweep_id = i % 3 ? std::optional<int64_t>(sweep_id) : std::nullopt;
+      j.started_at = 1'700'000'000.0 + i * 100;
+      j.ended_at = *j.started_at + 50 + i;
+      j.cost = 0.01 * i;
+      if (i % 10 == 0) j.started_at = j.ended_at = std::nullopt;  // never started
+      j.id = store->insert_job(j);
+      jobs.push_back(j);
+    }
+  }
+  auto all_indexes = index_names(dir.db());
+  make_version_3(dir.db());
+  auto old_indexes = index_names(dir.db());
+  EXPECT_EQ(old_indexes.size() + 2, all_indexes.size());
+
+  auto store = Store::open(dir.db());
+  {
+    Db db(dir.db(), std::chrono::seconds(1));
+    EXPECT_EQ(schema_version(db), 4);
+  }
+  EXPECT_EQ(index_names(dir.db()), all_indexes);
+  auto back = store->jobs(testing::every_job());
+  ASSERT_EQ(back.size(), jobs.size());
+  for (const auto& j : jobs) {
+    auto row = store->job(j.id);
+    ASSERT_TRUE(row) << j.id;
+    EXPECT_EQ(row->name, j.name);
+    EXPECT_EQ(row->sweep_id, j.sweep_id);
+    EXPECT_EQ(row->started_at, j.started_at);
+    EXPECT_EQ(row->ended_at, j.ended_at);
+    EXPECT_EQ(row->cost, j.cost);
+  }
+  EXPECT_EQ(store->integrity_check(), "ok");
+  store.reset();
+  // Opening again migrates nothing (creating an index twice would fail).
+  EXPECT_NO_THROW(Store::open(dir.db()));
+  EXPECT_EQ(index_names(dir.db()), all_indexes);
+}
+
+TEST(StoreMigrate, AVersion4MigrationThatFailsLeavesVersion3AsItWas) {
+  TempDir dir;
+  Store::open(dir.db())->insert_job(testing::full_job());
+  make_version_3(dir.db());
+  {
+    // The second index's name taken: its CREATE INDEX fails after the first one's succeeded.
+    Db db(dir.db(), std::chrono::seconds(1));
+    db.exec("CREATE TABLE jobs_spend_name (x)");
+  }
+  auto before = index_names(dir.db());
+  EXPECT_THAT(fatal_message([&] { Store::open(dir.db()); }), HasSubstr("jobs_spend_name"));
+  Db db(dir.db(), std::chrono::seconds(1));
+  EXPECT_EQ(schema_version(db), 3);
+  EXPECT_EQ(index_names(dir.db()), before);  // no jobs_spend_sweep left half-made
+  auto count = db.prepare("SELECT count(*) FROM jobs");
+  ASSERT_TRUE(count.step());
+  EXPECT_EQ(count.i64(0), 1);
+}
+
 TEST(StoreOpen, GarbageFileIsCalledCorruptInOneLine) {
   TempDir dir;
   {

@@ -1,10 +1,12 @@
-// Spend summaries by local day and by GPU type.
+// Spend summaries by local day, GPU type, sweep and job name.
 
 #include <gtest/gtest.h>
 
 #include <cstdlib>
 #include <ctime>
+#include <map>
 
+#include "store/sqlite.h"
 #include "store/store.h"
 #include "store_test_util.h"
 
@@ -137,6 +139,166 @@ TEST_F(StoreSpend, DayAndGpuFromOneWalkAreEachSummary) {
   auto [days, gpus] = store_->spend_by_day_and_gpu(std::nullopt, std::nullopt, true);
   EXPECT_EQ(days.size(), 2u);
   EXPECT_EQ(gpus.size(), 4u);  // H100, L4, A100 and CPU-only ("")
+}
+
+// By sweep and by job name: a row per group, most expensive first, equal costs by key; jobs
+// without a sweep under "", never-started jobs nowhere, a running job at its cost so far.
+class StoreSpendGroups : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    store_ = Store::open(dir_.db());
+    const double t = unix_now() - 5 * 86400;
+    for (int i = 0; i < 11; ++i) {  // sweeps s1..s11: s10 and s2 cost the same
+      SweepRecord s;
+      s.name = "sweep" + std::to_string(i + 1);
+      s.argv = {"true"};
+      s.state = "completed";
+      s.created_at = t;
+      sweeps_.push_back(store_->insert_sweep(s));
+    }
+    auto job = [&](const std::string& name, std::optional<int> sweep, double start, double hours,
+                   double rate, JobState state = JobState::kCompleted) {
+      JobRecord j = billed("H100", 2, rate, start, hours, state);
+      j.name = name;
+      if (sweep) j.sweep_id = sweeps_[*sweep - 1];
+      store_->insert_job(j);
+    };
+    job("a", 1, t + 10, 1, 2.0);        // $4
+    job("b", 1, t, 0.5, 2.0);           // $2, started first
+    job("a", 2, t + 20, 0.25, 2.0);     // $1
+    job("c", 10, t + 30, 0.25, 2.0);    // $1: ties s2
+    job("b", std::nullopt, t, 2, 1.0);  // $4, not in a sweep
+    job("d", std::nullopt, t + 40, 1, 1.5, JobState::kLost);
+    job("e", 3, unix_now() - 1800, 0, 1.0, JobState::kRunning);  // 0.5 h so far: $1 and rising
+    JobRecord waiting = testing::plain_job(JobState::kWaiting);  // never started: no spend
+    waiting.name = "a";
+    waiting.sweep_id = sweeps_[3];
+    store_->insert_job(waiting);
+    JobRecord retried = billed("L4", 1, 0.75, t + 50, 1, JobState::kFailed);  // a retried cell
+    retried.name = "c";
+    retried.sweep_id = sweeps_[10];
+    store_->insert_job(retried);
+    retried.started_at = t + 4000;
+    retried.ended_at = t + 4000 + 3600;
+    retried.state = JobState::kCompleted;
+    store_->insert_job(retried);
+  }
+
+  // The summary by sweep_id or name as SQLite's GROUP BY computes it over the job rows
+  // themselves (NOT INDEXED), for the finished jobs; keyed as the store keys its rows.
+  std::map<std::string, Store::SpendRow> grouped_in_sql(const std::string& column) {
+    Db db(dir_.db(), std::chrono::seconds(1));
+    auto stmt = db.prepare("SELECT " + column +
+                           ", count(*), sum(gpu_count * (ended_at - started_at) / 3600.0), "
+                           "sum(cost) FROM jobs NOT INDEXED WHERE started_at IS NOT NULL AND "
+                           "ended_at IS NOT NULL GROUP BY " +
+                           column);
+    std::map<std::string, Store::SpendRow> out;
+    while (stmt.step()) {
+      std::string key = column == "name"  ? stmt.text(0)
+                        : stmt.is_null(0) ? ""
+                                          : "s" + std::to_string(stmt.i64(0));
+      out[key] = {key, stmt.i32(1), stmt.f64(2), stmt.f64(3)};
+    }
+    return out;
+  }
+
+  TempDir dir_;
+  std::unique_ptr<Store> store_;
+  std::vector<int64_t> sweeps_;
+};
+
+TEST_F(StoreSpendGroups, BySweepMostExpensiveFirstEqualCostsByKey) {
+  auto rows = store_->spend_by_sweep(std::nullopt, std::nullopt);
+  const std::string s1 = "s" + std::to_string(sweeps_[0]), s2 = "s" + std::to_string(sweeps_[1]);
+  const std::string s3 = "s" + std::to_string(sweeps_[2]), s10 = "s" + std::to_string(sweeps_[9]);
+  const std::string s11 = "s" + std::to_string(sweeps_[10]);
+  ASSERT_EQ(rows.size(), 6u);  // s4 has only a job that never started
+  EXPECT_EQ(rows[0].key, "");  // $4 + $3 (lost: billed as stored), not in a sweep
+  EXPECT_EQ(rows[0].jobs, 2);
+  EXPECT_NEAR(rows[0].cost, 7.0, 1e-9);
+  EXPECT_EQ(rows[1].key, s1);
+  EXPECT_EQ(rows[1].jobs, 2);
+  EXPECT_NEAR(rows[1].cost, 6.0, 1e-9);
+  EXPECT_NEAR(rows[1].gpu_hours, 3.0, 1e-9);
+  EXPECT_EQ(rows[2].key, s11);  // two attempts of a cell at $0.75
+  EXPECT_EQ(rows[2].jobs, 2);
+  EXPECT_NEAR(rows[2].cost, 1.5, 1e-9);
+  EXPECT_EQ(rows[3].key, s3);  // running: 2 GPUs x $1 x 0.5 h so far
+  EXPECT_NEAR(rows[3].cost, 1.0, 0.01);
+  EXPECT_EQ(rows[4].key, s10);  // $1, as s2: "s10" sorts before "s2"
+  EXPECT_EQ(rows[4].cost, 1.0);
+  EXPECT_EQ(rows[5].key, s2);
+  EXPECT_EQ(rows[5].cost, 1.0);
+}
+
+TEST_F(StoreSpendGroups, ByNameMostExpensiveFirst) {
+  auto rows = store_->spend_by_name(std::nullopt, std::nullopt);
+  ASSERT_EQ(rows.size(), 5u);
+  const std::vector<std::pair<std::string, double>> want = {
+      {"b", 6.0}, {"a", 5.0}, {"d", 3.0}, {"c", 2.5}, {"e", 1.0}};
+  for (size_t i = 0; i < want.size(); ++i) {
+    EXPECT_EQ(rows[i].key, want[i].first) << i;
+    EXPECT_NEAR(rows[i].cost, want[i].second, want[i].first == "e" ? 0.01 : 1e-9) << i;
+  }
+  EXPECT_EQ(rows[0].jobs, 2);
+  EXPECT_EQ(rows[3].jobs, 3);
+}
+
+TEST_F(StoreSpendGroups, EqualTheSummaryOverTheJobRowsThemselves) {
+  for (const std::string column : {"sweep_id", "name"}) {
+    auto want = grouped_in_sql(column);
+    auto rows = column == "name" ? store_->spend_by_name(std::nullopt, std::nullopt)
+                                 : store_->spend_by_sweep(std::nullopt, std::nullopt);
+    int jobs = 0;
+    for (const auto& row : rows) {
+      jobs += row.jobs;
+      if (row.key == "e" || row.key == "s" + std::to_string(sweeps_[2])) continue;  // running
+      ASSERT_TRUE(want.count(row.key)) << column << " " << row.key;
+      const auto& w = want[row.key];
+      EXPECT_EQ(row.jobs, w.jobs) << column << " " << row.key;
+      EXPECT_NEAR(row.gpu_hours, w.gpu_hours, 1e-9) << column << " " << row.key;
+      EXPECT_NEAR(row.cost, w.cost, 1e-9) << column << " " << row.key;
+      want.erase(row.key);
+    }
+    EXPECT_TRUE(want.empty()) << column;
+    EXPECT_EQ(jobs, 9) << column;  // every started job, once
+  }
+}
+
+TEST_F(StoreSpendGroups, ARangeLeavesOutJobsStartedOutsideIt) {
+  const double t = unix_now() - 5 * 86400;
+  auto rows = store_->spend_by_name(t + 5, t + 45);  // a ($4 then $1), c ($1), d
+  ASSERT_EQ(rows.size(), 3u);
+  EXPECT_EQ(rows[0].key, "a");
+  EXPECT_EQ(rows[0].jobs, 2);
+  EXPECT_NEAR(rows[0].cost, 5.0, 1e-9);
+  EXPECT_EQ(rows[1].key, "d");
+  EXPECT_EQ(rows[2].key, "c");
+  EXPECT_EQ(rows[2].jobs, 1);
+  EXPECT_TRUE(store_->spend_by_sweep(unix_now() + 60, std::nullopt).empty());
+}
+
+// The sums go through a temporary table: a store opened read-only sums the same, twice over
+// when asked for two passes, and the next summary starts afresh.
+TEST_F(StoreSpendGroups, AReadOnlyStoreSumsTheSameOverEveryPass) {
+  auto want = store_->spend_by_name(std::nullopt, std::nullopt);
+  auto read_only = Store::open_read_only(dir_.db());
+  for (int round = 0; round < 2; ++round) {
+    std::vector<std::vector<Store::SpendRow>> passes(2);
+    read_only->each_spend_by_name(
+        std::nullopt, std::nullopt, 2,
+        [&](int pass, const Store::SpendRow& row) { passes.at(pass).push_back(row); });
+    for (const auto& rows : passes) {
+      ASSERT_EQ(rows.size(), want.size()) << round;
+      for (size_t i = 0; i < rows.size(); ++i) {
+        EXPECT_EQ(rows[i].key, want[i].key) << round << " " << i;
+        EXPECT_EQ(rows[i].jobs, want[i].jobs) << round << " " << i;
+        EXPECT_NEAR(rows[i].cost, want[i].cost, rows[i].key == "e" ? 0.01 : 0) << i;
+      }
+    }
+  }
+  EXPECT_EQ(read_only->spend_by_sweep(std::nullopt, std::nullopt).size(), 6u);
 }
 
 TEST(StoreSpendDays, DaysAreLocalNotUtc) {
