@@ -58,7 +58,13 @@ Acquired claim_gpus(store::Store& store, JobRecord& job, const Ticket& ticket, S
 
 int supervise_main(const SweepMain& sweep) {
   std::string text((std::istreambuf_iterator<char>(std::cin)), std::istreambuf_iterator<char>());
-  Ticket ticket = Ticket::from_json(text);
+  Ticket ticket;
+  try {
+    ticket = Ticket::from_json(text);
+  } catch (const nlohmann::json::exception& e) {
+    throw Fatal("__supervise: stdin holds no ticket of nodus's (" + std::string(e.what()) +
+                "): `nodus run --detach` and `nodus sweep` start it, not a user");
+  }
   // Whoever started us may stop reading the status line (a sweep does not wait for it).
   std::signal(SIGPIPE, SIG_IGN);
   int null = open("/dev/null", O_RDONLY | O_CLOEXEC);

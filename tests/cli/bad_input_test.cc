@@ -4,7 +4,10 @@
 
 #include <gtest/gtest.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 
+#include <algorithm>
+#include <cstdlib>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
@@ -262,6 +265,32 @@ INSTANTIATE_TEST_SUITE_P(
         Case{run({"--tf32"}), {"--tf32:", "'touch' does not run Python"}},
         Case{{"run", "--tf32", "--no-instrument", "--", "python3", "@M"},
              {"--tf32:", "drop --no-instrument"}}));
+
+}  // namespace
+}  // namespace nodus::testing
+
+namespace nodus::testing {
+namespace {
+
+// Only nodus starts `__supervise`, with a ticket on its stdin: anything else there is one line
+// naming what is wrong, exit 125, and nothing stored.
+TEST(BadInputSupervise, AnythingButATicketOnStdinIsOneLineAnd125) {
+  NodusHome home;
+  for (const char* text : {"{}", "not json", "", "{\"job_id\": \"one\"}"}) {
+    write_file(home.file("ticket"), text);
+    const std::string command = "NODUS_HOME='" + home.path() + "' '" + std::string(NODUS_BIN) +
+                                "' __supervise <'" + home.file("ticket") + "' 2>'" +
+                                home.file("err") + "'";
+    int status = std::system(command.c_str());
+    ASSERT_TRUE(WIFEXITED(status)) << text;
+    EXPECT_EQ(WEXITSTATUS(status), 125) << text;
+    std::string err = read_file(home.file("err"));
+    EXPECT_EQ(std::count(err.begin(), err.end(), '\n'), 1) << err;
+    EXPECT_NE(err.find("__supervise: stdin holds no ticket of nodus's"), std::string::npos) << err;
+    EXPECT_EQ(err.find("internal error"), std::string::npos) << err;
+  }
+  EXPECT_FALSE(std::filesystem::exists(home.file("nodus.db")));
+}
 
 }  // namespace
 }  // namespace nodus::testing

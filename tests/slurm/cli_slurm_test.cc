@@ -291,8 +291,14 @@ TEST(SlurmCli, AHeldJobIsWaitingAndSaysWhatReleasesIt) {
   REQUIRE_SLURM_CLUSTER();
   JobDir dir;
   Nodus nodus(dir);
-  // Every H100 of the node busy, so the next job queues and can be held before it starts.
-  ASSERT_EQ(nodus.run({"run", "-d", "--gpu", "H100:4", "--", "sleep", "120"}).rc, 0);
+  // Every H100 of every node busy (the dev cluster has two nodes), so the next job queues and
+  // can be held before it starts.
+  std::string nodes;
+  ASSERT_EQ(slurm_command("sinfo -h -o %D", &nodes), 0);
+  while (!nodes.empty() && (nodes.back() == '\n' || nodes.back() == ' ')) nodes.pop_back();
+  ASSERT_FALSE(nodes.empty());
+  ASSERT_EQ(nodus.run({"run", "-d", "--nodes", nodes, "--gpu", "H100:4", "--", "sleep", "120"}).rc,
+            0);
   auto state_of = [&](const std::string& id) {
     auto job = nodus.show(id);
     return job.is_object() ? job.value("state", std::string()) : std::string();

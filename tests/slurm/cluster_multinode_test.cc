@@ -339,18 +339,23 @@ TEST(SlurmMultiNode, ASweepsCellsRunOnTwoNodesEach) {
   }
 }
 
-// Issue 35's torch job: a CPU all-reduce over gloo, one rank per node, its rendezvous from what
-// nodus set (tests/data/slurm/gloo_allreduce.py). Debian's python3-torch is for /usr/bin/python3.
-TEST(SlurmMultiNode, AGlooAllReduceAcrossTwoNodesCompletes) {
-  REQUIRE_SLURM_CLUSTER();
-  if (std::system("/usr/bin/python3 -c 'import torch.distributed as d; "
-                  "assert d.is_gloo_available()' >/dev/null 2>&1") != 0)
-    GTEST_SKIP() << "\n*** /usr/bin/python3 HAS NO TORCH WITH GLOO (python3-torch): THIS TEST DID "
-                    "NOT RUN ***\n";
+// Debian's python3-torch is for /usr/bin/python3: without it (or its gloo) a torch test is skipped,
+// and says so.
+#define REQUIRE_GLOO_TORCH()                                                                      \
+  if (std::system("/usr/bin/python3 -c 'import torch.distributed.run, torch.distributed as d; "   \
+                  "assert d.is_gloo_available()' >/dev/null 2>&1") != 0)                          \
+  GTEST_SKIP() << "\n*** /usr/bin/python3 HAS NO TORCH WITH GLOO (python3-torch): THIS TEST DID " \
+                  "NOT RUN ***\n"
+
+// Runs `nodus run --nodes 2 --timeout 5m -- COMMAND` of tests/data/slurm/gloo_allreduce.py to its
+// end: both ranks' all-reduce lines, and the job completed. Returns its output.
+std::string expect_allreduce_on_two_nodes(const std::vector<std::string>& command) {
   JobDir dir;
   Nodus nodus(dir);
-  pid_t pid = nodus.start({"run", "--nodes", "2", "--timeout", "5m", "--", "/usr/bin/python3",
-                           std::string(NODUS_TEST_DATA) + "/slurm/gloo_allreduce.py"});
+  std::vector<std::string> args = {"run", "--nodes", "2", "--timeout", "5m", "--"};
+  args.insert(args.end(), command.begin(), command.end());
+  args.push_back(std::string(NODUS_TEST_DATA) + "/slurm/gloo_allreduce.py");
+  pid_t pid = nodus.start(args);
   int status = 0;
   waitpid(pid, &status, 0);
   std::string out = slurp(nodus.out_path());
@@ -363,6 +368,15 @@ TEST(SlurmMultiNode, AGlooAllReduceAcrossTwoNodesCompletes) {
   EXPECT_EQ(job["state"], "completed");
   std::printf("gloo all-reduce on 2 nodes: %s, %.0f s\n%s", job["state"].dump().c_str(),
               job["ended_at"].get<double>() - job["started_at"].get<double>(), out.c_str());
+  return out;
+}
+
+// Issue 35's torch job: a CPU all-reduce over gloo, one rank per node, its rendezvous from what
+// nodus set (tests/data/slurm/gloo_allreduce.py).
+TEST(SlurmMultiNode, AGlooAllReduceAcrossTwoNodesCompletes) {
+  REQUIRE_SLURM_CLUSTER();
+  REQUIRE_GLOO_TORCH();
+  expect_allreduce_on_two_nodes({"/usr/bin/python3"});
 }
 
 // torchrun with no rendezvous flags on each node: its nnodes, node rank and rendezvous from what
@@ -372,24 +386,9 @@ TEST(SlurmMultiNode, AGlooAllReduceAcrossTwoNodesCompletes) {
 // None): the workers' stdout goes to a file and, teed, to the job's output as "[default0]:...".
 TEST(SlurmMultiNode, TorchrunNeedsNoFlagsOnEveryNode) {
   REQUIRE_SLURM_CLUSTER();
-  if (std::system("/usr/bin/python3 -c 'import torch.distributed.run, torch.distributed as d; "
-                  "assert d.is_gloo_available()' >/dev/null 2>&1") != 0)
-    GTEST_SKIP() << "\n*** /usr/bin/python3 HAS NO TORCH WITH GLOO (python3-torch): THIS TEST DID "
-                    "NOT RUN ***\n";
-  JobDir dir;
-  Nodus nodus(dir);
-  pid_t pid = nodus.start({"run", "--nodes", "2", "--timeout", "5m", "--", "/usr/bin/python3", "-m",
-                           "torch.distributed.run", "--redirects", "1", "--tee", "1",
-                           std::string(NODUS_TEST_DATA) + "/slurm/gloo_allreduce.py"});
-  int status = 0;
-  waitpid(pid, &status, 0);
-  std::string out = slurp(nodus.out_path());
-  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << out << slurp(nodus.err_path());
-  EXPECT_NE(out.find("rank 0/2 on dev1: all_reduce sum 3 (expected 3) ok"), std::string::npos)
-      << out;
-  EXPECT_NE(out.find("rank 1/2 on dev2: all_reduce sum 3 (expected 3) ok"), std::string::npos)
-      << out;
-  EXPECT_EQ(nodus.show("1")["state"], "completed");
+  REQUIRE_GLOO_TORCH();
+  expect_allreduce_on_two_nodes(
+      {"/usr/bin/python3", "-m", "torch.distributed.run", "--redirects", "1", "--tee", "1"});
 }
 
 // Issue 35's figures per rank: a script that knows nothing of nodus iterates a DataLoader on each
@@ -398,10 +397,7 @@ TEST(SlurmMultiNode, TorchrunNeedsNoFlagsOnEveryNode) {
 // rank's figures with its node and names the rank the other waits for.
 TEST(SlurmMultiNode, ShowGivesEachRanksFiguresAndNamesTheOneThatLags) {
   REQUIRE_SLURM_CLUSTER();
-  if (std::system("/usr/bin/python3 -c 'import torch.distributed as d; "
-                  "assert d.is_gloo_available()' >/dev/null 2>&1") != 0)
-    GTEST_SKIP() << "\n*** /usr/bin/python3 HAS NO TORCH WITH GLOO (python3-torch): THIS TEST DID "
-                    "NOT RUN ***\n";
+  REQUIRE_GLOO_TORCH();
   JobDir dir;
   Nodus nodus(dir);
   pid_t pid =
