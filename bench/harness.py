@@ -125,9 +125,12 @@ def cmd_launch(a):
         "parallel": f"parallel --will-cite -j1 /bin/true ::: $(seq {n})",
     }
     if a.nodus_base:
-        # The same loop with the binary before this change, rep by rep beside the new one.
-        loops["nodus_base"] = f'for i in $(seq {n}); do "$NODUS_BASE" run -- /bin/true 2>/dev/null || exit 1; done'
+        # The same loop with the binary before this change, rep by rep beside the new one, on a
+        # store of its own: a newer nodus migrates its store, which an older one then refuses.
+        loops["nodus_base"] = (f'for i in $(seq {n}); do NODUS_HOME="$NODUS_BASE_HOME" "$NODUS_BASE" '
+                               f'run -- /bin/true 2>/dev/null || exit 1; done')
         env["NODUS_BASE"] = a.nodus_base
+        env["NODUS_BASE_HOME"] = tempfile.mkdtemp(prefix="launch-base-", dir=a.work)
     if a.with_hooks:
         loops["nodus_help"] = f'for i in $(seq {n}); do "$NODUS_BIN" --version >/dev/null 2>&1; done'
     per_job = {k: [] for k in loops}
