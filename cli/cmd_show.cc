@@ -203,12 +203,9 @@ void stats_rows(Table& t, store::Store& store, const JobRecord& job, const nlohm
   if (s.data_wait_share)
     field(t, "data wait", format_percent(100 * *s.data_wait_share) + source("data_wait_source"));
   if (v.contains("throughput") && v["throughput"].is_number()) {
-    // As the sweep table prints it: 8400, 43.6, 4.37.
-    double tp = v["throughput"].get<double>();
-    char buf[64];
-    std::snprintf(buf, sizeof buf, "%.*f", tp >= 100 ? 0 : tp >= 10 ? 1 : 2, tp);
     field(t, "throughput",
-          std::string(buf) + " " + v.value("throughput_metric", std::string("samples_per_sec")) +
+          format_throughput(v["throughput"].get<double>()) + " " +
+              v.value("throughput_metric", std::string("samples_per_sec")) +
               source("throughput_source"));
   }
   if (v.contains("metrics_note")) field(t, "metrics", v["metrics_note"].get<std::string>());
@@ -229,13 +226,11 @@ void stats_rows(Table& t, store::Store& store, const JobRecord& job, const nlohm
   if (v.contains("per_rank") && v["per_rank"].is_array()) {
     for (const auto& r : v["per_rank"]) {
       std::string text = r.contains("node") ? r["node"].get<std::string>() + ": " : "";
-      const double tp = r.value("samples_per_sec", 0.0);
-      char buf[160];
-      std::snprintf(buf, sizeof buf, "%.*f samples_per_sec", tp >= 100 ? 0 : tp >= 10 ? 1 : 2, tp);
-      text += buf;
+      text += format_throughput(r.value("samples_per_sec", 0.0)) + " samples_per_sec";
       if (r.contains("data_wait"))
         text += ", data wait " + format_percent(100 * r["data_wait"].get<double>());
       if (r.contains("step_time")) {
+        char buf[64];
         std::snprintf(buf, sizeof buf, ", step %.1f ms", 1000 * r["step_time"].get<double>());
         text += buf;
       }

@@ -216,6 +216,16 @@ std::string format_duration(Millis d) {
   return buf;
 }
 
+std::string format_throughput(double per_second) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*f",
+                per_second >= 100  ? 0
+                : per_second >= 10 ? 1
+                                   : 2,
+                per_second);
+  return buf;
+}
+
 std::string format_percent(double percent) {
   if (!std::isfinite(percent)) return "n/a";
   char buf[32];

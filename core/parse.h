@@ -49,6 +49,8 @@ std::string format_usd(double usd);
 // decimal, none when it is 0 (83.2 -> "83.2%", 4.25 -> "4.2%", 5 -> "5%"), "n/a" when not a
 // number. One decimal everywhere: a finding's "10.3% > 10%" must not read "10% > 10%".
 std::string format_percent(double percent);
+// A throughput as show, the sweep table and the ranks' line print it: 8400, 43.6, 4.37.
+std::string format_throughput(double per_second);
 
 std::string to_lower(std::string_view s);
 std::string to_upper(std::string_view s);

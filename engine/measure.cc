@@ -216,17 +216,6 @@ Instrumented HookAccumulator::finish() const {
   return out;
 }
 
-namespace {
-
-// As show and the sweep table print a throughput: 8400, 43.6, 4.37.
-std::string rate_text(double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.*f", v >= 100 ? 0 : v >= 10 ? 1 : 2, v);
-  return buf;
-}
-
-}  // namespace
-
 SlowestRank slowest_rank(const std::map<int, RankFigures>& per_rank,
                          const std::map<int, std::string>& node_by_rank) {
   SlowestRank out;
@@ -245,8 +234,9 @@ SlowestRank slowest_rank(const std::map<int, RankFigures>& per_rank,
   const double fastest = fast->second.samples_per_sec;
   if (fastest > 0 && slow->second.samples_per_sec < 0.95 * fastest) {
     std::snprintf(buf, sizeof buf, "%s is slowest: %s samples/s against %s on %s",
-                  name(slow->first).c_str(), rate_text(slow->second.samples_per_sec).c_str(),
-                  rate_text(fastest).c_str(), name(fast->first).c_str());
+                  name(slow->first).c_str(),
+                  format_throughput(slow->second.samples_per_sec).c_str(),
+                  format_throughput(fastest).c_str(), name(fast->first).c_str());
     out.rank = slow->first;
     out.text = buf;
     return out;

@@ -28,8 +28,6 @@ std::string fixed(double v, int decimals) {
   return buf;
 }
 
-std::string format_throughput(double v) { return fixed(v, v >= 100 ? 0 : v >= 10 ? 1 : 2); }
-
 // Two significant digits: 8.1, 12, 0.12, 0.05.
 std::string format_ratio(double r) {
   if (r >= 10) return fixed(r, 0);

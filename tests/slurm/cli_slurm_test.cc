@@ -30,13 +30,6 @@ struct CliResult {
   double seconds = 0;
 };
 
-std::string slurp(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
 // One nodus process with its own store (NODUS_HOME) and the cluster's socket endpoint.
 class Nodus {
  public:

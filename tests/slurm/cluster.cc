@@ -12,6 +12,8 @@
 #include <sstream>
 #include <thread>
 
+#include "billing/catalog.h"
+
 namespace nodus::backend::slurm::testing {
 namespace {
 
@@ -111,10 +113,22 @@ JobDir::~JobDir() {
 }
 
 std::string JobDir::read(const std::string& file) const {
-  std::ifstream in(file.rfind('/', 0) == 0 ? file : path_ + "/" + file);
+  return slurp(file.rfind('/', 0) == 0 ? file : path_ + "/" + file);
+}
+
+std::string slurp(const std::string& path) {
+  std::ifstream in(path);
   std::stringstream text;
   text << in.rdbuf();
   return text.str();
+}
+
+double h100_rate() { return (*billing::Catalog::builtin().lookup("H100"))->usd_per_gpu_hour; }
+
+std::string usd(double v) {
+  char out[32];
+  std::snprintf(out, sizeof out, "%.6f", v);
+  return out;
 }
 
 SlurmSettings cluster_settings(const JobDir& dir, const std::string& url, const std::string& jwt,

@@ -33,6 +33,13 @@ struct Cluster {
 };
 const Cluster& cluster();
 
+// The whole of a file ("" when it cannot be read).
+std::string slurp(const std::string& path);
+// The catalog's H100 rate, USD per GPU-hour.
+double h100_rate();
+// Dollars as the tests compare them: six decimals.
+std::string usd(double v);
+
 // Runs a shell command with the cluster's SLURM_CONF; returns its exit status and, in `out`, its
 // stdout (stderr passes through).
 int slurm_command(const std::string& command, std::string* out = nullptr);

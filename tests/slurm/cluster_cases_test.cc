@@ -29,13 +29,6 @@ namespace {
 using namespace testing;
 using std::chrono::milliseconds;
 
-std::string slurp(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
 struct Finished {
   int rc = -1;
   double seconds = 0;

@@ -32,21 +32,6 @@ namespace {
 using namespace testing;
 using std::chrono::milliseconds;
 
-std::string slurp(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
-double h100_rate() { return (*billing::Catalog::builtin().lookup("H100"))->usd_per_gpu_hour; }
-
-std::string usd(double v) {
-  char out[32];
-  std::snprintf(out, sizeof out, "%.6f", v);
-  return out;
-}
-
 // nodus with its own store, started in its own process group (as a shell would start it).
 class Nodus {
  public:

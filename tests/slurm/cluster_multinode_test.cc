@@ -25,7 +25,6 @@
 #include <sstream>
 #include <thread>
 
-#include "billing/catalog.h"
 #include "cluster.h"
 
 namespace nodus::backend::slurm {
@@ -33,21 +32,6 @@ namespace {
 
 using namespace testing;
 using std::chrono::milliseconds;
-
-std::string slurp(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
-double h100_rate() { return (*billing::Catalog::builtin().lookup("H100"))->usd_per_gpu_hour; }
-
-std::string usd(double v) {
-  char out[32];
-  std::snprintf(out, sizeof out, "%.6f", v);
-  return out;
-}
 
 double wall_now() {
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
