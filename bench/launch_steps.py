@@ -21,7 +21,7 @@ import sys
 import tempfile
 import time
 
-STEP = re.compile(r"nodus: timing: ([\d.]+) ms \(\+([\d.]+), cpu \+([\d.]+)\) (.*)")
+STEP = re.compile(r"nodus: timing: ([\d.]+) ms \(\+([\d.]+), cpu \+([\d.]+)(?:, faults \+\d+)?\) (.*)")
 
 
 def main():

@@ -27,7 +27,7 @@ class SeriesSource {
   virtual std::optional<double> first_metric_t(const std::vector<std::string>& names) = 0;
 };
 
-// The job's rows in the store.
+// The job's rows in the store (read through a connection of its own when it has any).
 std::unique_ptr<SeriesSource> store_series(store::Store& store, int64_t job_id);
 // Series already in memory (recorded series in tests), visited in the same order the store
 // would (stable-sorted by time).

@@ -146,6 +146,16 @@ void Store::add_host_samples(int64_t job_id, const std::vector<HostSample>& samp
   tx.commit();
 }
 
+bool Store::has_series(int64_t job_id) {
+  auto lock = impl_->lock();
+  auto stmt = impl_->db.prepare(
+      "SELECT EXISTS (SELECT 1 FROM gpu_samples WHERE job_id = ?1) "
+      "OR EXISTS (SELECT 1 FROM host_samples WHERE job_id = ?1) "
+      "OR EXISTS (SELECT 1 FROM metrics WHERE job_id = ?1)");
+  stmt.bind(1, job_id);
+  return stmt.step() && stmt.i32(0) != 0;
+}
+
 std::vector<HostSample> Store::host_samples(int64_t job_id) {
   auto lock = impl_->lock();
   auto stmt = impl_->db.prepare(

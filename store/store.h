@@ -139,6 +139,8 @@ class Store {
   std::vector<GpuSample> gpu_samples(int64_t job_id);
   void add_host_samples(int64_t job_id, const std::vector<HostSample>& samples);
   std::vector<HostSample> host_samples(int64_t job_id);
+  // Whether the job has any GPU sample, host sample or metric point (three index lookups).
+  bool has_series(int64_t job_id);
   // One sampling tick of a running job in one transaction: its heartbeat (the supervisor was
   // alive and enforcing at that time; a lost job is billed up to it) and its new samples.
   struct SeriesBatch {

@@ -35,6 +35,24 @@ TEST(StoreSeries, MetricsComeBackInTimeOrder) {
   EXPECT_EQ(store->metrics(other).size(), 1u);
 }
 
+// A job with any one kind of series has series; one with none (or only another job's) has none.
+TEST(StoreSeries, HasSeriesSeesEachKindAndOnlyItsJobs) {
+  TempDir dir;
+  auto store = Store::open(dir.db());
+  auto job = [&] { return store->insert_job(testing::plain_job(JobState::kRunning)); };
+  const int64_t empty = job(), gpu = job(), host = job(), metric = job();
+  GpuSample g;
+  g.t = 1;
+  store->add_gpu_samples(gpu, {g});
+  store->add_host_samples(host, {{1.0, 10, 2, 1, 5, 10}});
+  store->add_metrics(metric, {{1, "loss", 0.5}});
+  EXPECT_FALSE(store->has_series(empty));
+  EXPECT_TRUE(store->has_series(gpu));
+  EXPECT_TRUE(store->has_series(host));
+  EXPECT_TRUE(store->has_series(metric));
+  EXPECT_FALSE(store->has_series(metric + 100));
+}
+
 // The end-of-job summary reads the series through SeriesReader: the same rows as the vector
 // reads, in the same order, one at a time.
 TEST(StoreSeries, VisitsGiveTheSameRowsInOrderOneAtATime) {
