@@ -7,8 +7,13 @@
 namespace nodus::store {
 
 // The store's own busy timeout: a reader waits out another process's write transaction.
+// Its page cache is small: each series is read once, in index order, so a cache of the default
+// 2 MiB would only grow with the job's length until it was full (measured: the end-of-job peak
+// of an 8-GPU job 200 KiB higher at 28k samples than at 14k).
 SeriesReader::SeriesReader(const Store& store, int64_t job_id)
-    : db_(std::make_unique<Db>(store.path(), std::chrono::seconds(10))), job_id_(job_id) {}
+    : db_(std::make_unique<Db>(store.path(), std::chrono::seconds(10))), job_id_(job_id) {
+  db_->exec("PRAGMA cache_size=-128");
+}
 
 SeriesReader::~SeriesReader() = default;
 
