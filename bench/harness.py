@@ -1031,7 +1031,7 @@ def supervisor_sections(su, verdicts):
                           f"running figure. Against the same job a third as long ({n_short} GPU samples against "
                           f"{n_long}), the peak differs by {grow:+d} KiB: {per:.1f} bytes per extra sample, "
                           f"~{day:.1f} MiB more at the end of a 24-hour 8-GPU job at 1 Hz "
-                          f"({8 * 86400} samples). GNU time's peak is in KiB pages, so a few KiB either way is noise."]
+                          f"({8 * 86400} samples). The peaks differ by a few KiB from run to run."]
                 ok_end = per < 16  # flat: no more than a few bytes per sample of the job's length
                 verdicts.append(("6. memory (end-of-job summary)", "peak RSS flat with duration",
                                  f"{grow:+d} KiB for {n_long - n_short} more GPU samples ({per:.1f} B each): "
