@@ -26,6 +26,7 @@
 #include "engine/sweep_losers.h"
 #include "engine/sweep_progress.h"
 #include "engine/sweep_scheduler.h"
+#include "store/gpu_locks.h"
 #include "store/job_stats.h"
 
 namespace nodus::engine {
@@ -298,6 +299,11 @@ std::string SweepRunner::run(store::SweepRecord& sweep, std::vector<PlannedCell>
   constexpr auto kSpareDelay = std::chrono::milliseconds(30);
   Clock::time_point spares_at{};
   size_t launched = 0;
+  // Waiting for GPUs another process holds: woken when a lock file changes (a release), and
+  // looking again every settings.gpu_recheck for a holder that died without one. Watching from
+  // before the first look: a release between a look and the wait is not missed.
+  std::optional<store::GpuReleaseWatch> releases;
+  if (settings.inventory) releases.emplace();
   while (true) {
     bool waiting_for_gpus = scheduler.start_what_fits(launcher);
     if (scheduler.finished()) break;
@@ -308,7 +314,11 @@ std::string SweepRunner::run(store::SweepRecord& sweep, std::vector<PlannedCell>
     fds.push_back({signals_.fd(), POLLIN, 0});
     for (const auto& r : running) fds.push_back({r.pidfd, POLLIN, 0});
     int timeout = progress_.live() || settings.stop_early || !orphans.empty() ? 1000 : -1;
-    if (waiting_for_gpus) timeout = 250;
+    if (waiting_for_gpus) {
+      const int recheck = static_cast<int>(settings.gpu_recheck.count());
+      timeout = timeout < 0 ? recheck : std::min(timeout, recheck);
+      if (releases && releases->fd() >= 0) fds.push_back({releases->fd(), POLLIN, 0});
+    }
     if (launcher.spares_short(pending)) {
       const auto now = Clock::now();
       if (now >= spares_at) {
@@ -324,9 +334,11 @@ std::string SweepRunner::run(store::SweepRecord& sweep, std::vector<PlannedCell>
       while (auto sig = signals_.take())
         pass_on_stop(*sig, scheduler, stop, running, orphans, cells);
     }
+    if (releases) releases->drain();  // the next look sees what changed
     for (size_t k = 1; k < fds.size(); ++k) {
       if (!(fds[k].revents & POLLIN)) continue;
       const int fd = fds[k].fd;
+      if (releases && fd == releases->fd()) continue;
       auto it = std::find_if(running.begin(), running.end(),
                              [fd](const Running& r) { return r.pidfd == fd; });
       timing::step("cell: supervisor exited");

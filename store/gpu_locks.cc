@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <sys/file.h>
+#include <sys/inotify.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -126,14 +127,18 @@ std::string gpu_lock_dir() {
   return chosen;
 }
 
-bool lock_gpu(int index, int64_t job_id, const std::string& store_path) {
+namespace {
+
+// The lock of GPU `index`, taken without writing its file: its descriptor, or -1 when someone
+// holds it (or held it for a job whose processes still run).
+int take_lock(int index) {
   const std::string path = file_of(index);
   for (int attempt = 0; attempt < 3; ++attempt) {
     int fd = open_lock(path);
     if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
       int err = errno;
       ::close(fd);
-      if (err == EWOULDBLOCK) return false;
+      if (err == EWOULDBLOCK) return -1;
       errno = err;
       throw Fatal(sys_error("lock", path));
     }
@@ -145,15 +150,73 @@ bool lock_gpu(int index, int64_t job_id, const std::string& store_path) {
     // held it for still has processes on the GPU: still in use.
     if (job_cgroup_populated(read_holder(fd).cgroup)) {
       ::close(fd);
-      return false;
+      return -1;
     }
-    write_holder(fd, job_id, store_path);
-    Held& h = held();
-    std::lock_guard g(h.mu);
-    h.fds[{store_path, job_id}].push_back({index, fd});
-    return true;
+    return fd;
   }
-  return false;
+  return -1;
+}
+
+void keep_lock(int index, int fd, int64_t job_id, const std::string& store_path) {
+  write_holder(fd, job_id, store_path);
+  Held& h = held();
+  std::lock_guard g(h.mu);
+  h.fds[{store_path, job_id}].push_back({index, fd});
+}
+
+}  // namespace
+
+bool lock_gpu(int index, int64_t job_id, const std::string& store_path) {
+  int fd = take_lock(index);
+  if (fd < 0) return false;
+  keep_lock(index, fd, job_id, store_path);
+  return true;
+}
+
+std::optional<std::vector<int>> lock_gpus(const std::vector<int>& candidates, int count,
+                                          int64_t job_id, const std::string& store_path) {
+  std::vector<std::pair<int, int>> taken;  // index, fd
+  try {
+    for (int index : candidates) {
+      if (static_cast<int>(taken.size()) == count) break;
+      if (int fd = take_lock(index); fd >= 0) taken.push_back({index, fd});
+    }
+  } catch (...) {
+    for (auto [index, fd] : taken) ::close(fd);
+    throw;
+  }
+  if (static_cast<int>(taken.size()) < count) {
+    for (auto [index, fd] : taken) ::close(fd);  // unwritten: as it was before
+    return std::nullopt;
+  }
+  std::vector<int> out;
+  for (auto [index, fd] : taken) {
+    keep_lock(index, fd, job_id, store_path);
+    out.push_back(index);
+  }
+  return out;
+}
+
+GpuReleaseWatch::GpuReleaseWatch() {
+  fd_ = ::inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+  if (fd_ < 0) return;
+  try {
+    if (::inotify_add_watch(fd_, gpu_lock_dir().c_str(), IN_MODIFY) >= 0) return;
+  } catch (const Fatal&) {
+  }
+  ::close(fd_);
+  fd_ = -1;
+}
+
+GpuReleaseWatch::~GpuReleaseWatch() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+void GpuReleaseWatch::drain() {
+  if (fd_ < 0) return;
+  alignas(inotify_event) char buf[4096];
+  while (::read(fd_, buf, sizeof buf) > 0) {
+  }
 }
 
 void unlock_gpus(int64_t job_id, const std::string& store_path) {
