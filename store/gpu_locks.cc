@@ -63,7 +63,9 @@ int open_lock(const std::string& path) {
   int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0666);
   if (fd < 0) throw Fatal(sys_error("open", path));
   struct stat st {};
-  if (::fstat(fd, &st) == 0 && st.st_uid == ::geteuid()) ::fchmod(fd, 0666);
+  // Only when it differs (once, after the umask): a chmod wakes every GpuReleaseWatch.
+  if (::fstat(fd, &st) == 0 && st.st_uid == ::geteuid() && (st.st_mode & 07777) != 0666)
+    ::fchmod(fd, 0666);
   return fd;
 }
 
@@ -201,7 +203,7 @@ GpuReleaseWatch::GpuReleaseWatch() {
   fd_ = ::inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
   if (fd_ < 0) return;
   try {
-    if (::inotify_add_watch(fd_, gpu_lock_dir().c_str(), IN_MODIFY) >= 0) return;
+    if (::inotify_add_watch(fd_, gpu_lock_dir().c_str(), IN_MODIFY | IN_ATTRIB) >= 0) return;
   } catch (const Fatal&) {
   }
   ::close(fd_);
@@ -226,8 +228,13 @@ void unlock_gpus(int64_t job_id, const std::string& store_path) {
   if (it == h.fds.end()) return;
   for (auto [index, fd] : it->second) {
     (void)index;
-    // Emptied first so nobody reads a stale holder; the unlock happens either way.
+    // Emptied first so nobody reads a stale holder; the unlock happens either way. Then its
+    // times touched, after the unlock: a GpuReleaseWatch woken by that finds the GPU free (the
+    // emptying wakes it too, but while the lock is still held; closing unlocks only after the
+    // close's own event).
     if (::ftruncate(fd, 0) != 0) errno = 0;
+    ::flock(fd, LOCK_UN);
+    ::futimens(fd, nullptr);
     ::close(fd);
   }
   h.fds.erase(it);

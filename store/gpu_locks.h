@@ -49,10 +49,11 @@ bool lock_gpu(int index, int64_t job_id, const std::string& store_path);
 std::optional<std::vector<int>> lock_gpus(const std::vector<int>& candidates, int count,
                                           int64_t job_id, const std::string& store_path);
 
-// Wakes a process waiting for GPUs when a lock file changes (inotify on the folder, IN_MODIFY):
-// a release empties a file, a claim writes one. Not when a holder dies without releasing (the
-// kernel drops its lock and the file stays as it was), so a waiter still looks again now and
-// then. fd() polls readable after a change; drain() empties it before the next look.
+// Wakes a process waiting for GPUs when a lock file changes (inotify on the folder, IN_MODIFY and
+// IN_ATTRIB): a claim writes a file; a release empties it and, once unlocked, touches its times.
+// Not when a holder dies without releasing (the kernel drops its lock and the file stays as it
+// was), so a waiter still looks again now and then. fd() polls readable after a change; drain()
+// empties it before the next look.
 class GpuReleaseWatch {
  public:
   GpuReleaseWatch();  // fd() is -1 where inotify cannot watch the folder

@@ -325,6 +325,8 @@ TEST(StoreClaims, AFailedClaimLeavesTheLockFilesAloneAndAReleaseWakesAWatch) {
   auto inv = inventory("H100", 2);
   int64_t a = store->insert_job(testing::plain_job(JobState::kWaiting));
   int64_t b = store->insert_job(testing::plain_job(JobState::kWaiting));
+  ASSERT_TRUE(store->claim_gpus(b, "H100", 2, inv, ::getpid(), self_start()));  // the files made
+  store->release_gpus(b);
   ASSERT_TRUE(store->claim_gpus(a, "H100", 1, inv, ::getpid(), self_start()));  // GPU 0
   GpuReleaseWatch watch;
   ASSERT_GE(watch.fd(), 0);
@@ -339,6 +341,7 @@ TEST(StoreClaims, AFailedClaimLeavesTheLockFilesAloneAndAReleaseWakesAWatch) {
   EXPECT_FALSE(gpu_holder(1));
   store->release_gpus(a);
   EXPECT_TRUE(woken(10'000));
+  EXPECT_FALSE(gpu_holder(0));  // by the time of the wake
   watch.drain();
   EXPECT_FALSE(woken(0));
   auto got = store->claim_gpus(b, "H100", 2, inv, ::getpid(), self_start());
