@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <optional>
 
 #include "core/error.h"
 #include "core/lifecycle.h"
@@ -42,6 +43,9 @@ Acquired acquire_gpus(store::Store& store, JobRecord& job, const Inventory& inve
   const int64_t pid = getpid();
   const int64_t start = store::process_start_time(pid);
   bool said = false;
+  // Woken when a GPU lock file changes (a release), looking again every 250 ms for a holder
+  // that died without one; watching from before the look that precedes the first wait.
+  std::optional<store::GpuReleaseWatch> releases;
   for (;;) {
     if (auto got =
             store.claim_gpus(job.id, job.gpu_type, job.gpu_count, inventory.gpus, pid, start)) {
@@ -58,8 +62,13 @@ Acquired acquire_gpus(store::Store& store, JobRecord& job, const Inventory& inve
                    held_by_other_stores(store, job.gpu_type, inventory).c_str());
       said = true;
     }
-    pollfd p{signals ? signals->fd() : -1, POLLIN, 0};
-    if (::poll(&p, 1, 250) > 0) return Acquired::kInterrupted;
+    if (!releases) {
+      releases.emplace();
+      continue;
+    }
+    pollfd p[2] = {{signals ? signals->fd() : -1, POLLIN, 0}, {releases->fd(), POLLIN, 0}};
+    if (::poll(p, 2, 250) > 0 && (p[0].revents & POLLIN)) return Acquired::kInterrupted;
+    releases->drain();
   }
 }
 

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <csignal>
 #include <cstring>
 #include <nlohmann/json.hpp>
@@ -16,13 +17,16 @@
 #include "core/lifecycle.h"
 #include "core/parse.h"
 #include "core/pidfd.h"
+#include "core/timing.h"
 #include "engine/cell_order.h"
+#include "engine/cell_spawner.h"
 #include "engine/reconcile.h"
 #include "engine/signals.h"
 #include "engine/supervisor_process.h"
 #include "engine/sweep_losers.h"
 #include "engine/sweep_progress.h"
 #include "engine/sweep_scheduler.h"
+#include "store/gpu_locks.h"
 #include "store/job_stats.h"
 
 namespace nodus::engine {
@@ -131,6 +135,7 @@ class CellLauncher : public SweepScheduler::Launcher {
         job.options = opts;
       }
       insert_job(store_, job);
+      timing::step("cell: job inserted");
     } else if (grant.cap) {
       (*job.options)["budget_cap"] = *grant.cap;
       store_.update_job(job);
@@ -140,6 +145,7 @@ class CellLauncher : public SweepScheduler::Launcher {
                                    self_, self_start_);
       if (!got) return Outcome::kGpusBusy;
       job.gpu_indices = *got;
+      timing::step("cell: GPUs claimed");
     }
     move_job(job, JobState::kStarting);
     store_.update_job(job);
@@ -150,13 +156,15 @@ class CellLauncher : public SweepScheduler::Launcher {
     ticket.sweep_cell = true;
     ticket.parent_pid = self_;
     if (settings_.inventory) ticket.inventory = *settings_.inventory;
-    auto spawned = settings_.spawn ? settings_.spawn(ticket) : spawn_supervisor(ticket);
+    auto spawned = settings_.spawn ? settings_.spawn(ticket) : spawner_.spawn(ticket);
     if (!spawned) {
       store_.release_gpus(job.id);
       throw Fatal(spawned.error());
     }
+    timing::step("cell: supervisor spawned");
     if (spawned->status_fd >= 0) close(spawned->status_fd);
     running.push_back({index, spawned->pid, pidfd_open(spawned->pid), std::nullopt});
+    ++launched;
     progress_.cell_started(cell, job);
     return Outcome::kStarted;
   }
@@ -174,9 +182,22 @@ class CellLauncher : public SweepScheduler::Launcher {
     }
   }
 
+  // Spares for the cells still to start (cell_spawner.h), at most kSpares; none with a test's
+  // spawn.
+  void top_up_spares(size_t pending) {
+    if (!settings_.spawn) spawner_.top_up(std::min(pending, kSpares));
+  }
+  bool spares_short(size_t pending) const {
+    return !settings_.spawn && spawner_.spares() < std::min(pending, kSpares);
+  }
+
   std::vector<Running> running;
+  size_t launched = 0;
 
  private:
+  // Two: cells often end close together; each spare is one idle process.
+  static constexpr size_t kSpares = 2;
+  CellSpawner spawner_;
   store::Store& store_;
   SweepProgress& progress_;
   store::SweepRecord& sweep_;
@@ -273,34 +294,67 @@ std::string SweepRunner::run(store::SweepRecord& sweep, std::vector<PlannedCell>
     }
   };
 
+  // Spares start once the cells just started had a moment to start (they share the CPUs).
+  using Clock = std::chrono::steady_clock;
+  constexpr auto kSpareDelay = std::chrono::milliseconds(30);
+  Clock::time_point spares_at{};
+  size_t launched = 0;
+  // Waiting for GPUs another process holds: woken when a lock file changes (a release), and
+  // looking again every settings.gpu_recheck for a holder that died without one. Watching from
+  // before the first look: a release between a look and the wait is not missed.
+  std::optional<store::GpuReleaseWatch> releases;
+  if (settings.inventory) releases.emplace();
   while (true) {
     bool waiting_for_gpus = scheduler.start_what_fits(launcher);
     if (scheduler.finished()) break;
+    const size_t pending = scheduler.stopped() ? 0 : scheduler.pending().size();
+    if (launcher.launched != launched) spares_at = Clock::now() + kSpareDelay;
+    launched = launcher.launched;
     std::vector<pollfd> fds;
     fds.push_back({signals_.fd(), POLLIN, 0});
     for (const auto& r : running) fds.push_back({r.pidfd, POLLIN, 0});
     int timeout = progress_.live() || settings.stop_early || !orphans.empty() ? 1000 : -1;
-    if (waiting_for_gpus) timeout = 250;
+    if (waiting_for_gpus) {
+      const int recheck = static_cast<int>(settings.gpu_recheck.count());
+      timeout = timeout < 0 ? recheck : std::min(timeout, recheck);
+      if (releases && releases->fd() >= 0) fds.push_back({releases->fd(), POLLIN, 0});
+    }
+    if (launcher.spares_short(pending)) {
+      const auto now = Clock::now();
+      if (now >= spares_at) {
+        launcher.top_up_spares(pending);
+      } else {
+        auto ms = std::chrono::ceil<std::chrono::milliseconds>(spares_at - now).count();
+        timeout = timeout < 0 ? static_cast<int>(ms) : std::min(timeout, static_cast<int>(ms));
+      }
+    }
     int n = ::poll(fds.data(), fds.size(), timeout);
     if (n < 0 && errno != EINTR) throw Fatal(std::string("poll: ") + std::strerror(errno));
     if (fds[0].revents & POLLIN) {
       while (auto sig = signals_.take())
         pass_on_stop(*sig, scheduler, stop, running, orphans, cells);
     }
+    if (releases) releases->drain();  // the next look sees what changed
     for (size_t k = 1; k < fds.size(); ++k) {
       if (!(fds[k].revents & POLLIN)) continue;
       const int fd = fds[k].fd;
+      if (releases && fd == releases->fd()) continue;
       auto it = std::find_if(running.begin(), running.end(),
                              [fd](const Running& r) { return r.pidfd == fd; });
+      timing::step("cell: supervisor exited");
       int status = 0;
       waitpid(it->pid, &status, 0);
       close(it->pidfd);
       PlannedCell& cell = cells[it->cell];
       store_.release_gpus(cell.job.id);  // in case its supervisor died before releasing them
-      // A supervisor that died leaves its job to its sentinel; one whose sentinel died too (the
-      // job killed both) leaves it running: reconcile kills what is left of its cgroup.
-      reconcile(store_);
       if (auto fresh = store_.job(cell.job.id)) cell.job = *fresh;
+      // A supervisor that died leaves its job to its sentinel; one whose sentinel died too (the
+      // job killed both) leaves it running: reconcile kills what is left of its cgroup. One that
+      // exited after recording its job's end left nothing to settle.
+      if (!(WIFEXITED(status) && is_final(cell.job.state))) {
+        reconcile(store_);
+        if (auto fresh = store_.job(cell.job.id)) cell.job = *fresh;
+      }
       if (!is_final(cell.job.state) && cell.job.backend != "local") {
         std::fprintf(stderr,
                      "nodus: cell %d [%s]: its supervisor ended while job %lld still runs on %s; "
@@ -315,6 +369,7 @@ std::string SweepRunner::run(store::SweepRecord& sweep, std::vector<PlannedCell>
       scheduler.ended(it->cell, cell.job.cost);
       progress_.cell_ended(cell, cell.job);
       running.erase(it);
+      timing::step("cell: end taken");
     }
     settle_orphans();
     if (settings.stop_early && !scheduler.stopped()) stop_losers(store_, cells, running, settings);

@@ -3,6 +3,7 @@
 // (`nodus __supervise`), packing them onto free GPUs as they free up, within --parallel and
 // --budget. Ctrl-C stops the running cells and keeps every finished one.
 
+#include <chrono>
 #include <functional>
 #include <map>
 #include <optional>
@@ -33,6 +34,10 @@ struct SweepSettings {
   // Starts a cell's supervisor process; empty: spawn_supervisor (`nodus __supervise`).
   // tests/engine fork one that supervises the cell through a FakeBackend.
   std::function<Result<SpawnedSupervisor>(const Ticket&)> spawn;
+  // Waiting for GPUs that another process holds, the sweep wakes when a GPU lock file changes
+  // (store::GpuReleaseWatch) and also looks again this often (a holder that died releases
+  // nothing). Tests set it long: a start after a release must then come from the wake.
+  std::chrono::milliseconds gpu_recheck{250};
 };
 
 class SweepRunner {

@@ -90,24 +90,24 @@ std::optional<std::vector<int>> Store::claim_gpus(int64_t job_id, const std::str
                    candidates.end());
   // Free in this store; now free on the machine: other stores' jobs hold the same GPUs through
   // the machine-wide lock files (gpu_locks.h), which this process then holds for the job.
-  std::vector<const Gpu*> picked;
-  for (const Gpu& g : candidates) {
-    if (static_cast<int>(picked.size()) == count) break;
-    if (lock_gpu(g.index, job_id, path())) picked.push_back(&g);
-  }
-  if (static_cast<int>(picked.size()) < count) {
-    unlock_gpus(job_id, path());
+  // All or none, and a failed attempt leaves the lock files untouched (gpu_locks.h).
+  std::vector<int> wanted;
+  for (const Gpu& g : candidates) wanted.push_back(g.index);
+  auto picked = lock_gpus(wanted, count, job_id, path());
+  if (!picked) {
     tx.commit();  // keep the cleanup of dead claims
     return std::nullopt;
   }
   std::vector<int> indices;
   try {
-    for (const Gpu* g : picked) {
+    for (int index : *picked) {
+      const Gpu& g = *std::find_if(candidates.begin(), candidates.end(),
+                                   [index](const Gpu& c) { return c.index == index; });
       auto ins = db.prepare(
           "INSERT INTO gpu_claims (gpu_index, gpu_type, job_id, owner_pid, owner_start) "
           "VALUES (?, ?, ?, ?, ?)");
-      ins.bind_all(g->index, g->type, job_id, owner_pid, owner_start).run();
-      indices.push_back(g->index);
+      ins.bind_all(g.index, g.type, job_id, owner_pid, owner_start).run();
+      indices.push_back(g.index);
     }
     auto upd = db.prepare("UPDATE jobs SET gpu_indices = ? WHERE id = ?");
     upd.bind_all(join_indices(indices), job_id).run();
@@ -120,7 +120,14 @@ std::optional<std::vector<int>> Store::claim_gpus(int64_t job_id, const std::str
 }
 
 void Store::release_gpus(int64_t job_id) {
-  unlock_gpus(job_id, path());  // a no-op in any process but the claimant
+  // The rows first, then the machine-wide locks (a no-op in any process but the claimant): a
+  // waiter woken by the lock file's change (GpuReleaseWatch) finds the rows gone too. The locks
+  // go even when the rows cannot.
+  struct Unlock {
+    int64_t job_id;
+    const std::string& store;
+    ~Unlock() { unlock_gpus(job_id, store); }
+  } unlock{job_id, path()};
   auto lock = impl_->lock();
   Db& db = impl_->db;
   Transaction tx(db, Transaction::Mode::kImmediate);

@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <sys/file.h>
+#include <sys/inotify.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -62,7 +63,9 @@ int open_lock(const std::string& path) {
   int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0666);
   if (fd < 0) throw Fatal(sys_error("open", path));
   struct stat st {};
-  if (::fstat(fd, &st) == 0 && st.st_uid == ::geteuid()) ::fchmod(fd, 0666);
+  // Only when it differs (once, after the umask): a chmod wakes every GpuReleaseWatch.
+  if (::fstat(fd, &st) == 0 && st.st_uid == ::geteuid() && (st.st_mode & 07777) != 0666)
+    ::fchmod(fd, 0666);
   return fd;
 }
 
@@ -126,14 +129,18 @@ std::string gpu_lock_dir() {
   return chosen;
 }
 
-bool lock_gpu(int index, int64_t job_id, const std::string& store_path) {
+namespace {
+
+// The lock of GPU `index`, taken without writing its file: its descriptor, or -1 when someone
+// holds it (or held it for a job whose processes still run).
+int take_lock(int index) {
   const std::string path = file_of(index);
   for (int attempt = 0; attempt < 3; ++attempt) {
     int fd = open_lock(path);
     if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
       int err = errno;
       ::close(fd);
-      if (err == EWOULDBLOCK) return false;
+      if (err == EWOULDBLOCK) return -1;
       errno = err;
       throw Fatal(sys_error("lock", path));
     }
@@ -145,15 +152,73 @@ bool lock_gpu(int index, int64_t job_id, const std::string& store_path) {
     // held it for still has processes on the GPU: still in use.
     if (job_cgroup_populated(read_holder(fd).cgroup)) {
       ::close(fd);
-      return false;
+      return -1;
     }
-    write_holder(fd, job_id, store_path);
-    Held& h = held();
-    std::lock_guard g(h.mu);
-    h.fds[{store_path, job_id}].push_back({index, fd});
-    return true;
+    return fd;
   }
-  return false;
+  return -1;
+}
+
+void keep_lock(int index, int fd, int64_t job_id, const std::string& store_path) {
+  write_holder(fd, job_id, store_path);
+  Held& h = held();
+  std::lock_guard g(h.mu);
+  h.fds[{store_path, job_id}].push_back({index, fd});
+}
+
+}  // namespace
+
+bool lock_gpu(int index, int64_t job_id, const std::string& store_path) {
+  int fd = take_lock(index);
+  if (fd < 0) return false;
+  keep_lock(index, fd, job_id, store_path);
+  return true;
+}
+
+std::optional<std::vector<int>> lock_gpus(const std::vector<int>& candidates, int count,
+                                          int64_t job_id, const std::string& store_path) {
+  std::vector<std::pair<int, int>> taken;  // index, fd
+  try {
+    for (int index : candidates) {
+      if (static_cast<int>(taken.size()) == count) break;
+      if (int fd = take_lock(index); fd >= 0) taken.push_back({index, fd});
+    }
+  } catch (...) {
+    for (auto [index, fd] : taken) ::close(fd);
+    throw;
+  }
+  if (static_cast<int>(taken.size()) < count) {
+    for (auto [index, fd] : taken) ::close(fd);  // unwritten: as it was before
+    return std::nullopt;
+  }
+  std::vector<int> out;
+  for (auto [index, fd] : taken) {
+    keep_lock(index, fd, job_id, store_path);
+    out.push_back(index);
+  }
+  return out;
+}
+
+GpuReleaseWatch::GpuReleaseWatch() {
+  fd_ = ::inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+  if (fd_ < 0) return;
+  try {
+    if (::inotify_add_watch(fd_, gpu_lock_dir().c_str(), IN_MODIFY | IN_ATTRIB) >= 0) return;
+  } catch (const Fatal&) {
+  }
+  ::close(fd_);
+  fd_ = -1;
+}
+
+GpuReleaseWatch::~GpuReleaseWatch() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+void GpuReleaseWatch::drain() {
+  if (fd_ < 0) return;
+  alignas(inotify_event) char buf[4096];
+  while (::read(fd_, buf, sizeof buf) > 0) {
+  }
 }
 
 void unlock_gpus(int64_t job_id, const std::string& store_path) {
@@ -163,8 +228,13 @@ void unlock_gpus(int64_t job_id, const std::string& store_path) {
   if (it == h.fds.end()) return;
   for (auto [index, fd] : it->second) {
     (void)index;
-    // Emptied first so nobody reads a stale holder; the unlock happens either way.
+    // Emptied first so nobody reads a stale holder; the unlock happens either way. Then its
+    // times touched, after the unlock: a GpuReleaseWatch woken by that finds the GPU free (the
+    // emptying wakes it too, but while the lock is still held; closing unlocks only after the
+    // close's own event).
     if (::ftruncate(fd, 0) != 0) errno = 0;
+    ::flock(fd, LOCK_UN);
+    ::futimens(fd, nullptr);
     ::close(fd);
   }
   h.fds.erase(it);

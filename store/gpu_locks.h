@@ -42,6 +42,31 @@ struct GpuHolder {
 // folder or the file cannot be used.
 bool lock_gpu(int index, int64_t job_id, const std::string& store_path);
 
+// Locks `count` GPUs of `candidates` (in that order) for job_id, without waiting: the indices
+// locked, or nullopt when fewer than `count` could be (then none stays locked). An attempt that
+// fails writes no lock file, so it wakes no GpuReleaseWatch (below): only a claim, a release or
+// a cgroup noted does.
+std::optional<std::vector<int>> lock_gpus(const std::vector<int>& candidates, int count,
+                                          int64_t job_id, const std::string& store_path);
+
+// Wakes a process waiting for GPUs when a lock file changes (inotify on the folder, IN_MODIFY and
+// IN_ATTRIB): a claim writes a file; a release empties it and, once unlocked, touches its times.
+// Not when a holder dies without releasing (the kernel drops its lock and the file stays as it
+// was), so a waiter still looks again now and then. fd() polls readable after a change; drain()
+// empties it before the next look.
+class GpuReleaseWatch {
+ public:
+  GpuReleaseWatch();  // fd() is -1 where inotify cannot watch the folder
+  ~GpuReleaseWatch();
+  GpuReleaseWatch(const GpuReleaseWatch&) = delete;
+  GpuReleaseWatch& operator=(const GpuReleaseWatch&) = delete;
+  int fd() const { return fd_; }
+  void drain();
+
+ private:
+  int fd_ = -1;
+};
+
 // Records the job's cgroup in the lock files of `indices` that name job_id of store_path as
 // their holder (the lock may belong to another process: a sweep's runner claims its cells'
 // GPUs). Best effort: a file it cannot write keeps the lock's own guarantee.

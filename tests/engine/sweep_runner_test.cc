@@ -11,16 +11,20 @@
 #include "engine/sweep_runner.h"
 
 #include <gtest/gtest.h>
+#include <pthread.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <filesystem>
 #include <functional>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "core/error.h"
@@ -31,6 +35,7 @@
 #include "engine/sweep_plan.h"
 #include "engine/sweep_progress.h"
 #include "fake_backend.h"
+#include "store/gpu_locks.h"
 #include "store/job_stats.h"
 #include "store/store.h"
 #include "sweep/grid.h"
@@ -188,6 +193,54 @@ TEST_F(SweepRunnerTest, EveryCellRunsUnderASupervisorOfItsOwnWithinTheParallelLi
     EXPECT_LE(at_once, 2);
   }
   EXPECT_EQ(spawned_.size(), 4u);
+}
+
+// GPU claims are machine-wide: a cell waits while another process's job holds its GPU and starts
+// once that job releases it, woken by the release (store::GpuReleaseWatch), not by a timer: this
+// sweep would look again only after an hour. Two cells on one GPU: never both at once.
+TEST_F(SweepRunnerTest, AWaitingSweepStartsWhenAnotherProcessReleasesTheGpu) {
+  auto cells = plan(2, std::nullopt);
+  for (auto& c : cells) c.job.backend = "local";  // claims GPUs (the supervisors stay fake)
+  auto sweep = new_sweep(std::nullopt);
+  Inventory inventory;
+  inventory.gpus.push_back({0, "H100", "NVIDIA H100", "GPU-0"});
+  SweepSettings settings;
+  settings.parallel = 2;  // the second cell waits for the first's GPU too
+  settings.inventory = &inventory;
+  settings.gpu_recheck = std::chrono::hours(1);
+  // Another store's job holds GPU 0: a lock belongs to its open file, so this one, held here,
+  // is busy for the runner's own attempts.
+  const std::string other = home_.path() + "/other.db";
+  ASSERT_TRUE(store::lock_gpu(0, 7, other));
+  std::atomic<double> released{0};
+  std::atomic<bool> done{false};
+  std::thread holder([&] {
+    sigset_t all;
+    sigfillset(&all);
+    pthread_sigmask(SIG_BLOCK, &all, nullptr);  // a SIGTERM below goes to the runner's signalfd
+    auto own = store::Store::open(home_.db());
+    // Once the runner has looked (its first cell's row is in), a moment more, then the release.
+    for (int i = 0; i < 6000 && own->sweep_cells(sweep.id).empty(); ++i) ::usleep(10'000);
+    ::usleep(200'000);
+    released = unix_now();
+    store::unlock_gpus(7, other);
+    for (int i = 0; i < 6000 && !done; ++i) ::usleep(10'000);
+    if (!done) ::kill(::getpid(), SIGTERM);  // never woken in a minute: the sweep stops, failed
+  });
+  std::string state = run(sweep, cells, settings, [](int) { return Script{.runs_for = 0.1}; });
+  done = true;
+  holder.join();
+  EXPECT_EQ(state, "completed");
+  auto jobs = jobs_of(sweep);
+  ASSERT_EQ(jobs.size(), 2u);
+  for (const auto& job : jobs) {
+    EXPECT_EQ(job.state, JobState::kCompleted) << job.note;
+    EXPECT_EQ(job.gpu_indices, std::vector<int>{0});
+    ASSERT_TRUE(job.started_at && job.ended_at);
+    EXPECT_GE(*job.started_at, released.load());
+  }
+  EXPECT_TRUE(*jobs[1].started_at >= *jobs[0].ended_at || *jobs[0].started_at >= *jobs[1].ended_at);
+  EXPECT_FALSE(store::gpu_holder(0));  // released at the end
 }
 
 TEST_F(SweepRunnerTest, TheBudgetCapsEachCellAndSkipsTheCellsItCannotCover) {

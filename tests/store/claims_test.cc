@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <poll.h>
 #include <signal.h>
 #include <sys/wait.h>
 
@@ -314,6 +315,41 @@ TEST(StoreReconcile, DeadSupervisorsJobsBecomeLostAndBilledAndFreeTheirGpus) {
   EXPECT_EQ(store->job(finished)->state, JobState::kCompleted);
   EXPECT_EQ(claim_rows(dir.db()), 0);                        // deleted, not merely ignored
   EXPECT_TRUE(store->reconcile_dead_supervisors().empty());  // nothing left to do
+}
+
+// A sweep waiting for GPUs sleeps on a GpuReleaseWatch: a claim that fails must not wake it (it
+// would wake itself at every look, for as long as it waits); a release, and a claim, must.
+TEST(StoreClaims, AFailedClaimLeavesTheLockFilesAloneAndAReleaseWakesAWatch) {
+  TempDir dir;
+  auto store = Store::open(dir.db());
+  auto inv = inventory("H100", 2);
+  int64_t a = store->insert_job(testing::plain_job(JobState::kWaiting));
+  int64_t b = store->insert_job(testing::plain_job(JobState::kWaiting));
+  ASSERT_TRUE(store->claim_gpus(b, "H100", 2, inv, ::getpid(), self_start()));  // the files made
+  store->release_gpus(b);
+  ASSERT_TRUE(store->claim_gpus(a, "H100", 1, inv, ::getpid(), self_start()));  // GPU 0
+  GpuReleaseWatch watch;
+  ASSERT_GE(watch.fd(), 0);
+  auto woken = [&watch](int ms) {
+    pollfd p{watch.fd(), POLLIN, 0};
+    return ::poll(&p, 1, ms) > 0;
+  };
+  // Two wanted, one free: GPU 1 is locked, then let go, and its file never written.
+  EXPECT_FALSE(store->claim_gpus(b, "H100", 2, inv, ::getpid(), self_start()));
+  EXPECT_FALSE(woken(0));
+  EXPECT_TRUE(locked_gpus(b, store->path()).empty());
+  EXPECT_FALSE(gpu_holder(1));
+  store->release_gpus(a);
+  EXPECT_TRUE(woken(10'000));
+  EXPECT_FALSE(gpu_holder(0));  // by the time of the wake
+  watch.drain();
+  EXPECT_FALSE(woken(0));
+  auto got = store->claim_gpus(b, "H100", 2, inv, ::getpid(), self_start());
+  ASSERT_TRUE(got);
+  EXPECT_EQ(*got, (std::vector<int>{0, 1}));
+  EXPECT_TRUE(woken(10'000));
+  store->release_gpus(b);
+  EXPECT_EQ(claim_rows(dir.db()), 0);
 }
 
 }  // namespace
