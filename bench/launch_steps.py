@@ -21,7 +21,7 @@ import sys
 import tempfile
 import time
 
-STEP = re.compile(r"nodus: timing: ([\d.]+) ms \(\+([\d.]+), cpu \+([\d.]+)(?:, faults \+\d+)?\) (.*)")
+STEP = re.compile(r"nodus: timing: ([\d.]+) ms \(\+([\d.]+), cpu \+([\d.]+)(?:, faults \+(\d+))?\) (.*)")
 
 
 def main():
@@ -33,7 +33,7 @@ def main():
     home = tempfile.mkdtemp(prefix="launch-steps-")
     env = dict(os.environ, NODUS_HOME=home, NODUS_TIMING="1")
     env.pop("CI", None)
-    steps = {}  # name -> [(wall, cpu)], in first-seen order
+    steps = {}  # name -> [(wall, cpu, faults)], in first-seen order
     whole, direct, last_step = [], [], []
     load_start = os.getloadavg()
     for _ in range(a.runs):
@@ -48,7 +48,8 @@ def main():
             m = STEP.match(line)
             if m:
                 at = float(m.group(1))
-                steps.setdefault(m.group(4), []).append((float(m.group(2)), float(m.group(3))))
+                faults = int(m.group(4)) if m.group(4) else 0
+                steps.setdefault(m.group(5), []).append((float(m.group(2)), float(m.group(3)), faults))
         last_step.append(at)
         t0 = time.perf_counter()
         subprocess.run(["/bin/true"], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
@@ -62,12 +63,14 @@ def main():
            f"{' '.join(f'{x:.2f}' for x in load_start)} at the start and "
            f"{' '.join(f'{x:.2f}' for x in load_end)} at the end. Each step's figures are medians over "
            "the runs, timed by nodus itself (`NODUS_TIMING=1`, core/timing.h); CPU is the nodus "
-           "process's own (its threads, not its children: the job and the sentinel).",
+           "process's own (its threads, not its children: the job and the sentinel), and so are its "
+           "minor page faults (getrusage), which cost tens of microseconds each on this kind of VM.",
            "",
-           "| step (what ended at it) | wall ms | CPU ms |",
-           "|---|---|---|"]
+           "| step (what ended at it) | wall ms | CPU ms | minor faults |",
+           "|---|---|---|---|"]
     for name, v in steps.items():
-        out.append(f"| {name} | {med(w for w, _ in v):.2f} | {med(c for _, c in v):.2f} |")
+        out.append(f"| {name} | {med(w for w, _, _ in v):.2f} | {med(c for _, c, _ in v):.2f} | "
+                   f"{med(f for _, _, f in v):.0f} |")
     in_steps = med(last_step)
     out += ["",
             f"- Whole run, as a caller sees it: {med(whole):.2f} ms (min {min(whole):.2f}); "
