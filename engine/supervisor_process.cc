@@ -84,7 +84,7 @@ Ticket Ticket::from_json(const std::string& text) {
   return t;
 }
 
-Result<SpawnedSupervisor> spawn_supervisor(const Ticket& ticket) {
+Result<SupervisorProcess> start_supervisor_process(bool own_session) {
   char exe[PATH_MAX];
   ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
   if (n <= 0)
@@ -92,8 +92,14 @@ Result<SpawnedSupervisor> spawn_supervisor(const Ticket& ticket) {
   exe[n] = '\0';
 
   int in[2], out[2];
-  if (pipe2(in, O_CLOEXEC) != 0 || pipe2(out, O_CLOEXEC) != 0)
+  if (pipe2(in, O_CLOEXEC) != 0)
     return Error::permanent(std::string("pipe: ") + std::strerror(errno));
+  if (pipe2(out, O_CLOEXEC) != 0) {
+    const int err = errno;
+    close(in[0]);
+    close(in[1]);
+    return Error::permanent(std::string("pipe: ") + std::strerror(err));
+  }
 
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
@@ -106,7 +112,7 @@ Result<SpawnedSupervisor> spawn_supervisor(const Ticket& ticket) {
   sigemptyset(&none);
   posix_spawnattr_setsigmask(&attr, &none);
   short flags = POSIX_SPAWN_SETSIGMASK;
-  if (!ticket.sweep_cell) flags |= POSIX_SPAWN_SETSID;  // outlives the terminal it came from
+  if (own_session) flags |= POSIX_SPAWN_SETSID;
   posix_spawnattr_setflags(&attr, flags);
 
   char arg0[] = "nodus";
@@ -123,18 +129,30 @@ Result<SpawnedSupervisor> spawn_supervisor(const Ticket& ticket) {
     close(out[0]);
     return Error::permanent(std::string("cannot start the supervisor: ") + std::strerror(rc));
   }
-  std::string text = ticket.to_json();
+  return SupervisorProcess{pid, in[1], out[0]};
+}
+
+bool write_ticket(int ticket_fd, const Ticket& ticket) {
+  const std::string text = ticket.to_json();
   const char* p = text.data();
   size_t left = text.size();
   while (left > 0) {
-    ssize_t w = write(in[1], p, left);
+    ssize_t w = write(ticket_fd, p, left);
     if (w < 0 && errno == EINTR) continue;
-    if (w <= 0) break;
+    if (w <= 0) return false;  // EPIPE: it died (SIGPIPE is ignored, engine/signals.h)
     p += w;
     left -= static_cast<size_t>(w);
   }
-  close(in[1]);
-  return SpawnedSupervisor{pid, out[0]};
+  return true;
+}
+
+Result<SpawnedSupervisor> spawn_supervisor(const Ticket& ticket) {
+  // A cell's shares the sweep's session; any other outlives the terminal it came from.
+  auto process = start_supervisor_process(!ticket.sweep_cell);
+  if (!process.ok()) return process.error();
+  (void)write_ticket(process->ticket_fd, ticket);  // one that died says so on its status pipe
+  close(process->ticket_fd);
+  return SpawnedSupervisor{process->pid, process->status_fd};
 }
 
 std::string status_line(const LaunchStatus& status) {

@@ -44,6 +44,19 @@ struct SpawnedSupervisor {
 // JSON, where invalid UTF-8 does not survive).
 Result<SpawnedSupervisor> spawn_supervisor(const Ticket& ticket);
 
+// The two steps of spawn_supervisor, for a caller that starts the process before it has the
+// ticket (engine/cell_spawner.h): `nodus __supervise` started with posix_spawn (signals
+// unblocked, stderr to /dev/null, a session of its own when own_session), reading its ticket
+// from ticket_fd until EOF; then the ticket written (false: the process is gone). The caller
+// closes ticket_fd.
+struct SupervisorProcess {
+  pid_t pid = -1;
+  int ticket_fd = -1;  // its stdin
+  int status_fd = -1;  // its stdout
+};
+Result<SupervisorProcess> start_supervisor_process(bool own_session);
+bool write_ticket(int ticket_fd, const Ticket& ticket);
+
 // Status lines, written by the supervisor process and read by whoever started it: "running"
 // (the job was launched), "waiting" (for its GPUs), or "error <code> <message>" (not started;
 // <code> is the exit code the starter should return). An empty line: the supervisor exited
