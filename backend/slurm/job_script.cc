@@ -44,14 +44,41 @@ std::string exec_line(const std::vector<std::string>& argv) {
 
 namespace {
 
-// Waits for $nodus_pid, through the signals the script hands on to it (each one ends a `wait`
-// early), then stops handing them on; the status is in nodus_status.
-constexpr std::string_view kWaitForJob = R"SH(while :; do
+// Starts `command` in the background, its status to come back through a pipe: sets nodus_pid
+// (the process that runs it and then writes its status; the command is its only child) and
+// nodus_sfd. Why not `command &` and `wait`: the script hands signals on to the job from traps,
+// and a trap that runs as the job ends makes bash (5.2) lose the job's status: the wait
+// returns 128 + the signal, and a wait after it -1 (measured: 17 of 60 runs under a flood of
+// TERMs; the job's status a pipe carries came back in 60 of 60). A `read` a trap interrupts
+// goes on reading once the trap has run. `ignore_stops`: the writer ignores TERM, INT, HUP and
+// QUIT (a signal to every process of the step must not take the status with it), which the
+// command inherits: only for timeout(1), which sets its own handlers for them.
+std::string start_watched(const std::string& command, bool ignore_stops) {
+  std::string s = "exec {nodus_o}>&1 {nodus_e}>&2\nexec {nodus_sfd}< <(";
+  if (ignore_stops) s += "trap '' TERM INT HUP QUIT; ";
+  s += command +
+       " >&$nodus_o 2>&$nodus_e {nodus_o}>&- {nodus_e}>&- </dev/null; echo \"s$?\")\n"
+       "nodus_pid=$!\nexec {nodus_o}>&- {nodus_e}>&-\n";
+  return s;
+}
+
+// Waits for the status start_watched's command ends with, through the signals the script hands
+// on meanwhile, then stops handing them on; the status is in nodus_status. Without a status
+// (its writer was killed), the writer's own, from wait.
+constexpr std::string_view kWaitForJob = R"SH(nodus_status=
+while :; do
+  read -r -u "$nodus_sfd" nodus_line
+  nodus_r=$?
+  ((nodus_r > 128)) && continue
+  ((nodus_r == 0)) && [[ $nodus_line =~ ^s([0-9]+)$ ]] && nodus_status=${BASH_REMATCH[1]}
+  break
+done
+trap '' TERM INT HUP QUIT USR1 USR2
+exec {nodus_sfd}<&-
+if [[ -z $nodus_status ]]; then
   wait $nodus_pid 2>/dev/null
   nodus_status=$?
-  kill -0 $nodus_pid 2>/dev/null || break
-done
-trap - TERM INT HUP QUIT USR1 USR2
+fi
 )SH";
 
 int64_t millis(billing::Seconds s) { return static_cast<int64_t>(std::floor(s.count() * 1000)); }
@@ -103,12 +130,12 @@ else
 fi
 nodus_sec() { printf -v nodus_s '%d.%03d' $(($1 / 1000)) $(($1 % 1000)); }
 # Hands signal $1 on to the enforcer that is the job's parent (found through /proc, outside the
-# job's namespace): it passes TERM, INT, HUP and QUIT on to the job's process group (and KILLs
+# job's namespace, below the status writer of start_watched): it passes TERM, INT, HUP and QUIT on to the job's process group (and KILLs
 # it after the grace); USR1 and USR2 go to that group directly.
 nodus_pass() {
   local p=$nodus_pid c i
   [[ -n $p ]] || return 0
-  for ((i = 0; i < nodus_hops; i++)); do
+  for ((i = 0; i <= nodus_hops; i++)); do
     c=
     read -r c _ 2>/dev/null </proc/$p/task/$p/children
     [[ $c =~ ^[0-9]+$ ]] || return 0
@@ -161,18 +188,20 @@ fi
 )SH";
   // Slurm signals only the script's own process (proctrack/cgroup signals the other processes
   // of the job only with SIGKILL): the script hands them on (nodus_pass).
-  s += "\"${nodus_chain[@]}\"";
-  for (const auto& arg : argv) s += " " + shell_quote(arg);
-  s += " &\n";
+  std::string command = "\"${nodus_chain[@]}\"";
+  for (const auto& arg : argv) command += " " + shell_quote(arg);
+  s += start_watched(command, /*ignore_stops=*/true);
   // Process 1 of a namespace cannot die of a signal it sent itself: the job's death by a signal
   // reaches the script as 128 + the signal, and the script dies of that signal, as the job did
   // (a job that exits 128 + N itself is recorded as killed by signal N).
-  s += "nodus_pid=$!\n";
   s += kWaitForJob;
   s += R"SH(if ((nodus_status > 128 && nodus_status < 160)); then
   case $((nodus_status - 128)) in
     17 | 18 | 19 | 20 | 21 | 22 | 23 | 28) ;;
-    *) ulimit -c 0; kill -s $((nodus_status - 128)) $$ ;;
+    *)
+      # A node's part leaves its status first: a death by SIGKILL runs no EXIT trap.
+      declare -F nodus_ending >/dev/null && { trap - EXIT; nodus_ending; }
+      ulimit -c 0; trap - $((nodus_status - 128)); kill -s $((nodus_status - 128)) $$ ;;
   esac
 fi
 exit $nodus_status
@@ -195,7 +224,11 @@ std::string node_part(const JobRecord& job) {
   // after it, find the file there. A job without a plan execs its command: no shell is left.
   if (nodes_of(job) > 1 && plan)
     s +=
-        R"SH(trap 'nodus_rc=$?; nodus_rc=${nodus_status:-$nodus_rc}; ((nodus_rc)) && [[ -n ${NODUS_FIRST_FAILURE-} ]] && (set -C; echo "$nodus_rc ${SLURM_NODEID-?} ${SLURMD_NODENAME-?}" >"$NODUS_FIRST_FAILURE") 2>/dev/null' EXIT
+        R"SH(nodus_ending() {
+  local rc=${nodus_status:-$1}
+  ((rc)) && [[ -n ${NODUS_FIRST_FAILURE-} ]] && (set -C; echo "$rc ${SLURM_NODEID-?} ${SLURMD_NODENAME-?}" >"$NODUS_FIRST_FAILURE") 2>/dev/null
+}
+trap 'nodus_ending $?' EXIT
 )SH";
   if (plan) return s + enforcer(*plan, job.argv);
   return s + exec_line(job.argv) + "\n";
@@ -252,12 +285,18 @@ fi
   s += R"SH(unset NODUS_FIRST_FAILURE
 mkdir -m 700 -- "$nodus_nodes_dir" 2>/dev/null && export NODUS_FIRST_FAILURE=$nodus_nodes_dir/first-failure
 )SH";
-  s += "\"$nodus_srun\" --nodes=" + n + " --ntasks=" + n +
-       " --ntasks-per-node=1 --kill-on-bad-exit=1 --export=ALL /bin/bash -p -c \"$nodus_node\" "
-       "nodus-node &\n";
-  // Slurm signals only the batch script's process: srun passes them on to every node's task.
-  s += R"SH(nodus_pid=$!
-for nodus_sig in TERM INT HUP QUIT USR1 USR2; do trap "kill -s $nodus_sig $nodus_pid 2>/dev/null" $nodus_sig; done
+  s += start_watched("\"$nodus_srun\" --nodes=" + n + " --ntasks=" + n +
+                         " --ntasks-per-node=1 --kill-on-bad-exit=1 --export=ALL /bin/bash -p -c "
+                         "\"$nodus_node\" nodus-node",
+                     /*ignore_stops=*/false);
+  // Slurm signals only the batch script's process: srun (the status writer's child) passes them
+  // on to every node's task.
+  s += R"SH(nodus_to_srun() {
+  local c=
+  read -r c _ 2>/dev/null </proc/$nodus_pid/task/$nodus_pid/children
+  [[ $c =~ ^[0-9]+$ ]] && kill -s "$1" "$c" 2>/dev/null
+}
+for nodus_sig in TERM INT HUP QUIT USR1 USR2; do trap "nodus_to_srun $nodus_sig" $nodus_sig; done
 )SH";
   s += kWaitForJob;
   s +=

@@ -93,12 +93,15 @@ TEST(SlurmClusterCaps, CostCapTermsGraceEarlyAndKillsAtTheCap) {
   auto backend = cluster_backend(settings);
   auto rest = cluster_client(settings);
   // Ignores SIGTERM: only the kill at the cap can stop it.
-  JobRecord job =
-      new_job({"bash", "-c", "trap 'echo got TERM' TERM; while true; do sleep 0.2; done"}, dir);
+  JobRecord job = new_job(
+      {"bash", "-c", "trap 'echo got TERM' TERM; echo ready; while true; do sleep 0.2; done"}, dir);
   job.gpu_type = "L4";
   job.gpu_count = 1;
   job.rate_per_gpu_hour = 3600;  // $1 a second
-  job.max_cost = 6;
+  // The TERM is due 10.5 s after Slurm's start (a whole second, up to 1 s before the script's):
+  // room for a loaded machine to reach the job's trap first. With a cap of 6 s (TERM at 2.5 s)
+  // a CI run's TERM once came before the trap, and the job died of it.
+  job.max_cost = 14;
   job.grace_ms = 2000;
   ASSERT_TRUE(backend->submit(job, quiet()).ok());
   auto started = wait_started(*backend, job);
@@ -113,6 +116,9 @@ TEST(SlurmClusterCaps, CostCapTermsGraceEarlyAndKillsAtTheCap) {
   EXPECT_NEAR(kill_at - term_at, 2.0, 1e-6);
   EXPECT_LT(kill_at, cap);
   wait_until(*backend, job, steady_at(term_at));
+  ASSERT_NE(dir.read(job.log_path).find("ready"), std::string::npos)
+      << "the job's trap was not in place " << term_at - *started
+      << " s after Slurm's start: this machine is too slow for this test's TERM";
   ASSERT_TRUE(backend->signal(job, SIGTERM).ok());
   // The node's enforcer KILLs at the same deadline (both count from Slurm's start time): when it
   // wins the race, the job is already over here.

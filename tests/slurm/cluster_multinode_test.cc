@@ -233,8 +233,10 @@ TEST(SlurmMultiNode, TheCapHoldsOnBothNodesWithNodusKilled) {
         return row.is_object() && row["state"] != "running";
       },
       20));
-  EXPECT_EQ(row["state"], "cost-cap");
   auto job = nodus.show("1");
+  std::string log;
+  nodus.run({"logs", "1"}, &log);
+  EXPECT_EQ(row["state"], "cost-cap") << job.dump() << "\n" << log;
   EXPECT_EQ(job["gpu_count"], 2);
   EXPECT_LE(job["cost_usd"].get<double>(), cap + 1e-9);
   EXPECT_GT(job["cost_usd"].get<double>(), 0.0);

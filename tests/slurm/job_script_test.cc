@@ -127,7 +127,8 @@ TEST(SlurmJobScript, BoundedJobRunsUnderTheNodesEnforcer) {
   job.timeout_ms = 1500;
   job.grace_ms = 1000;
   std::string script = job_script(job, "/tmp", "/tmp/nodus-no-such-output");
-  EXPECT_NE(script.find("\"${nodus_chain[@]}\" 'sleep' '30' &"), std::string::npos) << script;
+  EXPECT_NE(script.find("\"${nodus_chain[@]}\" 'sleep' '30' >&$nodus_o"), std::string::npos)
+      << script;
   EXPECT_NE(script.find("nodus_term_ms=1500 nodus_after_ms=1000"), std::string::npos) << script;
   auto t0 = std::chrono::steady_clock::now();
   run_script(script);
@@ -246,6 +247,46 @@ TEST(SlurmJobScript, TheJobsStatusIsTheScripts) {
   job.argv = {"bash", "-c", "kill -USR1 $$"};
   status = script_status(job_script(job, "/tmp", "/tmp/nodus-no-such-output"));
   EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGUSR1) << status;
+}
+
+// A signal that interrupts the script's wait as the job ends (srun's TERM to the other nodes
+// when one node's enforcer stops its task at the deadline) must not take the job's status's
+// place: bash's wait, cut short by the trap, returns 128 + the signal, and by then the job may
+// be gone, its status lost with it (bash 5.2). Before the fix: 2 of 5 runs here ended with 143
+// or 255; a capped 2-node job was recorded "failed" in a CI run.
+TEST(SlurmJobScript, ASignalAsTheJobEndsDoesNotHideItsStatus) {
+  nodus::testing::TempDir dir;
+  std::string out = dir.path() + "/out";
+  JobRecord job =
+      job_with({"bash", "-c", "trap '' TERM; echo ready >" + out + "; sleep 0.3; exit 7"});
+  job.timeout_ms = 60'000;
+  job.grace_ms = 60'000;
+  std::string path = dir.path() + "/script";
+  std::ofstream(path) << job_script(job, "/tmp", "/tmp/nodus-no-such-output");
+  int wrong = 0;
+  for (int round = 0; round < 5; ++round) {
+    unlink(out.c_str());
+    pid_t pid = fork();
+    if (pid == 0) {
+      int null = open("/dev/null", O_WRONLY);
+      dup2(null, 1);
+      execl("/bin/bash", "bash", path.c_str(), static_cast<char*>(nullptr));
+      _exit(127);
+    }
+    for (int i = 0; i < 1500 && access(out.c_str(), F_OK) != 0; ++i) usleep(20'000);
+    int status = 0;
+    // TERM after TERM until the script ends: most land while it waits for the job.
+    while (waitpid(pid, &status, WNOHANG) == 0) {
+      kill(pid, SIGTERM);
+      usleep(2'000);
+    }
+    if (!(WIFEXITED(status) && WEXITSTATUS(status) == 7)) {
+      ++wrong;
+      std::printf("status %d: %s %d\n", status, WIFEXITED(status) ? "exit" : "signal",
+                  WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status));
+    }
+  }
+  EXPECT_EQ(wrong, 0) << "of 5 runs, the script's status was not the job's 7";
 }
 
 // Slurm signals the script's own process only (a cancel's TERM, nodus's signal()): the script
@@ -442,6 +483,23 @@ TEST(SlurmJobScript, TheFirstNodeToFailGivesTheJobItsStatus) {
   nodus::testing::TempDir ok;
   run_script(as_node(job_script(two_node_job({"true"}), "/tmp", ok.path() + "/job.out"), 0));
   EXPECT_NE(::access((ok.path() + "/job.out.nodes/first-failure").c_str(), F_OK), 0);
+}
+
+// A node whose task its enforcer KILLs dies of SIGKILL itself (as its task did), which runs no
+// EXIT trap: it leaves its status before, or the first status left would be a later node's,
+// one srun's TERM may have ended.
+TEST(SlurmJobScript, ANodeItsEnforcerKillsLeavesItsStatusFirst) {
+  nodus::testing::TempDir tmp;
+  JobRecord job = two_node_job({"bash", "-c", "trap '' TERM; sleep 30"});
+  job.timeout_ms = 1000;
+  job.grace_ms = 500;
+  const std::string output = tmp.path() + "/job.out";
+  std::string out = run_script("exec 2>&1\n" + as_node(job_script(job, "/tmp", output), 1));
+  std::ifstream first(output + ".nodes/first-failure");
+  std::string line;
+  std::getline(first, line);
+  EXPECT_EQ(line, "137 1 ?") << out;
+  EXPECT_NE(out.find("the job's deadline ended it on every node"), std::string::npos) << out;
 }
 
 TEST(SlurmTimeLimit, IsThePlansKillRoundedUp) {
