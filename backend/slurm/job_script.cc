@@ -81,6 +81,29 @@ if [[ -z $nodus_status ]]; then
 fi
 )SH";
 
+// Ends the script as the job ended: with its status, or (a death by a signal, which reaches the
+// script as 128 + the signal) killed by that signal, so Slurm records what the job did.
+constexpr std::string_view kEndAsTheJobDid =
+    R"SH(if ((nodus_status > 128 && nodus_status < 160)); then
+  case $((nodus_status - 128)) in
+    17 | 18 | 19 | 20 | 21 | 22 | 23 | 28) ;;
+    *)
+      # A node's part leaves its status first: a death by SIGKILL runs no EXIT trap.
+      declare -F nodus_ending >/dev/null && { trap - EXIT; nodus_ending; }
+      ulimit -c 0; trap - $((nodus_status - 128)); kill -s $((nodus_status - 128)) $$ ;;
+  esac
+fi
+exit $nodus_status
+)SH";
+
+// nodus_signal_child SIG: sends SIG to the command start_watched runs (its writer's only child).
+constexpr std::string_view kSignalChild = R"SH(nodus_signal_child() {
+  local c=
+  read -r c _ 2>/dev/null </proc/$nodus_pid/task/$nodus_pid/children
+  [[ $c =~ ^[0-9]+$ ]] && kill -s "$1" "$c" 2>/dev/null
+}
+)SH";
+
 int64_t millis(billing::Seconds s) { return static_cast<int64_t>(std::floor(s.count() * 1000)); }
 
 // nodus_tool NAME: sets nodus_path to NAME in a fixed system folder, never from the job's PATH;
@@ -195,17 +218,7 @@ fi
   // reaches the script as 128 + the signal, and the script dies of that signal, as the job did
   // (a job that exits 128 + N itself is recorded as killed by signal N).
   s += kWaitForJob;
-  s += R"SH(if ((nodus_status > 128 && nodus_status < 160)); then
-  case $((nodus_status - 128)) in
-    17 | 18 | 19 | 20 | 21 | 22 | 23 | 28) ;;
-    *)
-      # A node's part leaves its status first: a death by SIGKILL runs no EXIT trap.
-      declare -F nodus_ending >/dev/null && { trap - EXIT; nodus_ending; }
-      ulimit -c 0; trap - $((nodus_status - 128)); kill -s $((nodus_status - 128)) $$ ;;
-  esac
-fi
-exit $nodus_status
-)SH";
+  s += kEndAsTheJobDid;
   return s;
 }
 
@@ -221,8 +234,8 @@ std::string node_part(const JobRecord& job) {
   auto plan = billing::plan_stop(job);
   // The first node to end badly leaves its status for the batch script (srun's own hides it):
   // written once (noclobber), into the folder the batch script made; the others, ended by srun
-  // after it, find the file there. A job without a plan execs its command: no shell is left.
-  if (nodes_of(job) > 1 && plan)
+  // after it, find the file there.
+  if (nodes_of(job) > 1)
     s +=
         R"SH(nodus_ending() {
   local rc=${nodus_status:-$1}
@@ -231,7 +244,18 @@ std::string node_part(const JobRecord& job) {
 trap 'nodus_ending $?' EXIT
 )SH";
   if (plan) return s + enforcer(*plan, job.argv);
-  return s + exec_line(job.argv) + "\n";
+  // One node's job without a plan execs its command: no shell is left. A node of several stays
+  // to leave its status, handing the signals srun passes on to the command, which starts with
+  // them at their defaults (its writer ignores TERM, INT, HUP and QUIT).
+  if (nodes_of(job) == 1) return s + exec_line(job.argv) + "\n";
+  s += kSignalChild;
+  s += "nodus_pid=\nfor nodus_sig in TERM INT HUP QUIT USR1 USR2; do trap \"nodus_signal_child "
+       "$nodus_sig\" $nodus_sig; done\n";
+  s += start_watched("(trap - TERM INT HUP QUIT; " + exec_line(job.argv) + ")",
+                     /*ignore_stops=*/true);
+  s += kWaitForJob;
+  s += kEndAsTheJobDid;
+  return s;
 }
 
 // A job on several nodes: the batch script (on the first node) sets the rendezvous every node
@@ -285,19 +309,16 @@ fi
   s += R"SH(unset NODUS_FIRST_FAILURE
 mkdir -m 700 -- "$nodus_nodes_dir" 2>/dev/null && export NODUS_FIRST_FAILURE=$nodus_nodes_dir/first-failure
 )SH";
-  s += start_watched("\"$nodus_srun\" --nodes=" + n + " --ntasks=" + n +
-                         " --ntasks-per-node=1 --kill-on-bad-exit=1 --export=ALL /bin/bash -p -c "
-                         "\"$nodus_node\" nodus-node",
-                     /*ignore_stops=*/false);
+  s += start_watched(
+      "\"$nodus_srun\" --nodes=" + n + " --ntasks=" + n +
+          " --ntasks-per-node=1 --kill-on-bad-exit=1 --label --export=ALL /bin/bash -p -c "
+          "\"$nodus_node\" nodus-node",
+      /*ignore_stops=*/false);
   // Slurm signals only the batch script's process: srun (the status writer's child) passes them
   // on to every node's task.
-  s += R"SH(nodus_to_srun() {
-  local c=
-  read -r c _ 2>/dev/null </proc/$nodus_pid/task/$nodus_pid/children
-  [[ $c =~ ^[0-9]+$ ]] && kill -s "$1" "$c" 2>/dev/null
-}
-for nodus_sig in TERM INT HUP QUIT USR1 USR2; do trap "nodus_to_srun $nodus_sig" $nodus_sig; done
-)SH";
+  s += kSignalChild;
+  s += "for nodus_sig in TERM INT HUP QUIT USR1 USR2; do trap \"nodus_signal_child $nodus_sig\" "
+       "$nodus_sig; done\n";
   s += kWaitForJob;
   s +=
       R"SH(nodus_first=

@@ -323,6 +323,7 @@ Result<void> SlurmBackend::submit(JobRecord& job, const LaunchSpec& spec) {
   }
   job.backend_id = std::to_string(*id);
   job.log_path = request->output_path;
+  if (job.workdir.empty()) job.workdir = request->working_dir;  // where Slurm runs it: show says
   if (auto m = request->env.find("NODUS_METRICS"); m != request->env.end())
     job.metrics_path = m->second;    // where the job writes them (job_script.h), and nodus reads
   if (!request->time_limit_minutes)  // once Slurm took it: a rejected job needs no warning

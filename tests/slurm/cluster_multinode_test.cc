@@ -352,6 +352,18 @@ std::string expect_allreduce_on_two_nodes(const std::vector<std::string>& comman
       << out;
   auto job = nodus.show("1");
   EXPECT_EQ(job["state"], "completed");
+  EXPECT_EQ(job["workdir"], dir.path());  // nodus's own, where Slurm ran it (it said "" before)
+  // Each node's lines with its rank in front (srun --label).
+  std::istringstream lines(out);
+  int labelled[2] = {0, 0};
+  for (std::string line; std::getline(lines, line);) {
+    bool ok = line.rfind("0: ", 0) == 0 || line.rfind("1: ", 0) == 0;
+    EXPECT_TRUE(ok) << line << "\n" << out;
+    if (!ok) break;
+    ++labelled[line[0] - '0'];
+  }
+  EXPECT_GT(labelled[0], 0) << out;
+  EXPECT_GT(labelled[1], 0) << out;
   std::printf("gloo all-reduce on 2 nodes: %s, %.0f s\n%s", job["state"].dump().c_str(),
               job["ended_at"].get<double>() - job["started_at"].get<double>(), out.c_str());
   return out;

@@ -376,9 +376,10 @@ std::string as_node(std::string script, int node_id) {
 
 TEST(SlurmJobScript, AMultiNodeJobRunsOneTaskPerNodeThroughSrun) {
   std::string script = job_script(two_node_job({"true"}), "/w", "/o.out");
-  EXPECT_NE(script.find("\"$nodus_srun\" --nodes=2 --ntasks=2 --ntasks-per-node=1 "
-                        "--kill-on-bad-exit=1 --export=ALL /bin/bash -p -c \"$nodus_node\""),
-            std::string::npos)
+  EXPECT_NE(
+      script.find("\"$nodus_srun\" --nodes=2 --ntasks=2 --ntasks-per-node=1 "
+                  "--kill-on-bad-exit=1 --label --export=ALL /bin/bash -p -c \"$nodus_node\""),
+      std::string::npos)
       << script;
   EXPECT_NE(script.find("export NNODES=2 WORLD_SIZE=2"), std::string::npos) << script;
   // One node: no srun, as before.
@@ -483,6 +484,42 @@ TEST(SlurmJobScript, TheFirstNodeToFailGivesTheJobItsStatus) {
   nodus::testing::TempDir ok;
   run_script(as_node(job_script(two_node_job({"true"}), "/tmp", ok.path() + "/job.out"), 0));
   EXPECT_NE(::access((ok.path() + "/job.out.nodes/first-failure").c_str(), F_OK), 0);
+}
+
+// Without a plan (no timeout, no cap) a node's part stays as well, to leave the status srun's
+// 143 would hide; it hands srun's signals on to the command, which starts with them at their
+// defaults.
+TEST(SlurmJobScript, ANodeWithoutAPlanLeavesItsStatusAndPassesSignalsOn) {
+  nodus::testing::TempDir tmp;
+  const std::string output = tmp.path() + "/job.out";
+  std::string out =
+      run_script("exec 2>&1\n" +
+                 as_node(job_script(two_node_job({"bash", "-c", "exit 3"}), "/tmp", output), 1));
+  EXPECT_NE(out.find("nodus: the first node to end badly was ? (rank 1), with status 3"),
+            std::string::npos)
+      << out;
+  std::ifstream first(output + ".nodes/first-failure");
+  std::string line;
+  std::getline(first, line);
+  EXPECT_EQ(line, "3 1 ?");
+  // TERM to the batch script reaches the command (through srun, here the node's part), whose
+  // own trap chooses its status.
+  nodus::testing::TempDir sig;
+  const std::string ready = sig.path() + "/ready";
+  JobRecord job =
+      two_node_job({"bash", "-c",
+                    "grep -E '^SigIgn' /proc/self/status >" + ready +
+                        "; trap 'exit 4' TERM; echo ready >>" + ready + "; sleep 30 & wait"});
+  int status =
+      script_status(as_node(job_script(job, "/tmp", sig.path() + "/job.out"), 0), SIGTERM, ready);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 4) << status;
+  std::ifstream f(ready);
+  std::string text((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  // Neither TERM, INT, HUP nor QUIT ignored (bits 15, 2, 1 and 3 of the mask, from 1).
+  auto at = text.find("SigIgn:");
+  ASSERT_NE(at, std::string::npos) << text;
+  unsigned long long ignored = std::stoull(text.substr(at + 7), nullptr, 16);
+  EXPECT_EQ(ignored & 0x4007ULL, 0ULL) << text;
 }
 
 // A node whose task its enforcer KILLs dies of SIGKILL itself (as its task did), which runs no
