@@ -374,6 +374,17 @@ std::string as_node(std::string script, int node_id) {
   return script;
 }
 
+// Runs node `node_id`'s part of `job` inside its batch script, its output beside `output`:
+// what it printed (stdout and stderr) and the first failure it left there ("" for none).
+std::pair<std::string, std::string> run_node(const JobRecord& job, const std::string& output,
+                                             int node_id) {
+  std::string out = run_script("exec 2>&1\n" + as_node(job_script(job, "/tmp", output), node_id));
+  std::ifstream first(output + ".nodes/first-failure");
+  std::string line;
+  std::getline(first, line);
+  return {out, line};
+}
+
 TEST(SlurmJobScript, AMultiNodeJobRunsOneTaskPerNodeThroughSrun) {
   std::string script = job_script(two_node_job({"true"}), "/w", "/o.out");
   EXPECT_NE(
@@ -450,14 +461,11 @@ TEST(SlurmJobScript, TheFirstNodeToFailGivesTheJobItsStatus) {
   job.timeout_ms = 60'000;
   const std::string output = tmp.path() + "/job.out";
   std::string script = job_script(job, "/tmp", output);
-  std::string out = run_script("exec 2>&1\n" + as_node(script, 1));
+  auto [out, first] = run_node(job, output, 1);
   EXPECT_NE(out.find("nodus: the first node to end badly was ? (rank 1), with status 3"),
             std::string::npos)
       << out;
-  std::ifstream first(output + ".nodes/first-failure");
-  std::string line;
-  std::getline(first, line);
-  EXPECT_EQ(line, "3 1 ?");
+  EXPECT_EQ(first, "3 1 ?");
   EXPECT_EQ(WEXITSTATUS(script_status(as_node(script, 1))), 3);  // the folder exists now: not used
   // A folder planted beside the output is never used: srun's status stands.
   nodus::testing::TempDir other;
@@ -491,17 +499,11 @@ TEST(SlurmJobScript, TheFirstNodeToFailGivesTheJobItsStatus) {
 // defaults.
 TEST(SlurmJobScript, ANodeWithoutAPlanLeavesItsStatusAndPassesSignalsOn) {
   nodus::testing::TempDir tmp;
-  const std::string output = tmp.path() + "/job.out";
-  std::string out =
-      run_script("exec 2>&1\n" +
-                 as_node(job_script(two_node_job({"bash", "-c", "exit 3"}), "/tmp", output), 1));
+  auto [out, first] = run_node(two_node_job({"bash", "-c", "exit 3"}), tmp.path() + "/job.out", 1);
   EXPECT_NE(out.find("nodus: the first node to end badly was ? (rank 1), with status 3"),
             std::string::npos)
       << out;
-  std::ifstream first(output + ".nodes/first-failure");
-  std::string line;
-  std::getline(first, line);
-  EXPECT_EQ(line, "3 1 ?");
+  EXPECT_EQ(first, "3 1 ?");
   // TERM to the batch script reaches the command (through srun, here the node's part), whose
   // own trap chooses its status.
   nodus::testing::TempDir sig;
@@ -530,12 +532,8 @@ TEST(SlurmJobScript, ANodeItsEnforcerKillsLeavesItsStatusFirst) {
   JobRecord job = two_node_job({"bash", "-c", "trap '' TERM; sleep 30"});
   job.timeout_ms = 1000;
   job.grace_ms = 500;
-  const std::string output = tmp.path() + "/job.out";
-  std::string out = run_script("exec 2>&1\n" + as_node(job_script(job, "/tmp", output), 1));
-  std::ifstream first(output + ".nodes/first-failure");
-  std::string line;
-  std::getline(first, line);
-  EXPECT_EQ(line, "137 1 ?") << out;
+  auto [out, first] = run_node(job, tmp.path() + "/job.out", 1);
+  EXPECT_EQ(first, "137 1 ?") << out;
   EXPECT_NE(out.find("the job's deadline ended it on every node"), std::string::npos) << out;
 }
 
