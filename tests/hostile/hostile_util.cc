@@ -143,8 +143,9 @@ bool cgroup_empty(const std::string& path) {
 
 namespace {
 
-// The `nodus __supervise` process of home (sentinel: false) or its sentinel (true).
-pid_t supervise_or_sentinel(const NodusHome& home, bool sentinel) {
+// The `nodus __supervise` processes of home (sentinel: false) or their sentinels (true).
+std::vector<pid_t> supervise_or_sentinel(const NodusHome& home, bool sentinel) {
+  std::vector<pid_t> found;
   const std::string needle = "NODUS_HOME=" + home.path();
   for (pid_t pid : all_pids()) {
     std::string cmdline = slurp("/proc/" + std::to_string(pid) + "/cmdline");
@@ -158,18 +159,35 @@ pid_t supervise_or_sentinel(const NodusHome& home, bool sentinel) {
     while (pos < env.size()) {
       size_t end = env.find('\0', pos);
       if (end == std::string::npos) end = env.size();
-      if (env.compare(pos, end - pos, needle) == 0) return pid;
+      if (env.compare(pos, end - pos, needle) == 0) {
+        found.push_back(pid);
+        break;
+      }
       pos = end + 1;
     }
   }
-  return -1;
+  return found;
 }
+
+pid_t first_or_none(const std::vector<pid_t>& pids) { return pids.empty() ? -1 : pids.front(); }
 
 }  // namespace
 
-pid_t supervise_process(const NodusHome& home) { return supervise_or_sentinel(home, false); }
+pid_t supervise_process(const NodusHome& home) {
+  return first_or_none(supervise_or_sentinel(home, false));
+}
 
-pid_t sentinel_process(const NodusHome& home) { return supervise_or_sentinel(home, true); }
+pid_t sentinel_process(const NodusHome& home) {
+  return first_or_none(supervise_or_sentinel(home, true));
+}
+
+std::vector<pid_t> supervise_processes(const NodusHome& home) {
+  return supervise_or_sentinel(home, false);
+}
+
+std::vector<pid_t> sentinel_processes(const NodusHome& home) {
+  return supervise_or_sentinel(home, true);
+}
 
 bool wait_gone(pid_t pid, std::chrono::milliseconds limit) {
   const double until = now_seconds() + limit.count() / 1000.0;

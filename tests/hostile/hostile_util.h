@@ -38,6 +38,9 @@ bool cgroup_empty(const std::string& path);
 pid_t supervise_process(const NodusHome& home);
 // Its sentinel (named nodus-sentinel): -1 when none.
 pid_t sentinel_process(const NodusHome& home);
+// All of them: a sweep's cells' supervisors, its spares (cell_spawner.h), their sentinels.
+std::vector<pid_t> supervise_processes(const NodusHome& home);
+std::vector<pid_t> sentinel_processes(const NodusHome& home);
 
 // True once pid is gone or a zombie (killed, whoever its parent is); false after `limit`.
 bool wait_gone(pid_t pid, std::chrono::milliseconds limit);

@@ -4,6 +4,10 @@
 // And the small cases (8): 200 TERM-ignoring children, a tiny cap, a cap below grace x rate.
 
 #include <gtest/gtest.h>
+#include <signal.h>
+
+#include <cstdio>
+#include <thread>
 
 #include "hostile/hostile_util.h"
 
@@ -60,6 +64,36 @@ TEST(KillNodus, TimeoutKillOfSweepsProcessGroupLeavesNothingRunning) {
     EXPECT_NE(job["state"], "running") << id;
   }
   expect_gpus_free(home);
+}
+
+// A sweep keeps spare `nodus __supervise` processes waiting for a cell's ticket on a pipe
+// (engine/cell_spawner.h). Killed alone with SIGKILL, the sweep cannot kill them: each must see
+// the pipe close (no other process may hold its write end) and exit. The running cell stops
+// with its sweep, as it does for a Ctrl-C.
+TEST(KillNodus, ASweepKilledAloneLeavesNoSpareSupervisor) {
+  NodusHome home;
+  const std::string marker = unique_marker("77773");
+  pid_t sweep = home.start({"sweep", "--gpu", "H100", "--max-cost", "1", "--parallel", "1",
+                            "--param", "x=1,2,3", "--", "bash", "-c", "sleep " + marker + "{x}"},
+                           kGpus);
+  ASSERT_TRUE(wait_for_processes(marker, 1, 20s)) << read_file(home.file("started.out.err"));
+  // A spare is a supervisor without a sentinel: one per running cell has one.
+  auto spares = [&] {
+    return static_cast<int>(supervise_processes(home).size()) -
+           static_cast<int>(sentinel_processes(home).size());
+  };
+  int before = 0;
+  for (int i = 0; i < 400 && (before = spares()) < 1; ++i) std::this_thread::sleep_for(50ms);
+  ASSERT_GE(before, 1) << "no spare supervisor started";
+  ASSERT_EQ(::kill(sweep, SIGKILL), 0);
+  EXPECT_EQ(wait_exit(sweep, 5s), 128 + SIGKILL);
+  int after = before;
+  for (int i = 0; i < 200 && (after = spares()) > 0; ++i) std::this_thread::sleep_for(50ms);
+  EXPECT_EQ(after, 0) << "spare supervisors outlived the sweep by 10 s";
+  auto left = survivors_after(marker, 10s);
+  EXPECT_TRUE(left.empty()) << "the running cell outlived its sweep by 10 s";
+  kill_all(left);
+  std::printf("sweep SIGKILLed with %d spare supervisor(s) waiting: none left\n", before);
 }
 
 TEST(SmallCaps, TwoHundredTermIgnoringChildrenEndWithinTheCap) {
