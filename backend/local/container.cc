@@ -1,9 +1,12 @@
 #include "backend/local/container.h"
 
+#include <poll.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <chrono>
 #include <filesystem>
 #include <tuple>
 
@@ -187,8 +190,22 @@ void remove_container(const ContainerEngine& engine, const std::string& containe
   (void)run_capture({engine.path, "rm", "-f", container_name}, env, std::chrono::seconds(20));
 }
 
+namespace {
+
+// rmdir of a cgroup folder, again every 20 ms while it still holds a process (EBUSY) until
+// `until`: conmon and podman's cleanup leave the container's v1 folders a moment after podman
+// says the container is gone (a `nodus ps` right after found them held, then empty).
+void remove_when_left(const std::string& dir, std::chrono::steady_clock::time_point until) {
+  while (::rmdir(dir.c_str()) != 0 && errno == EBUSY && std::chrono::steady_clock::now() < until)
+    ::poll(nullptr, 0, 20);
+}
+
+}  // namespace
+
 void remove_container_cgroups(const std::string& cgroup_parent) {
   if (cgroup_parent.empty() || cgroup_parent.find("..") != std::string::npos) return;
+  // At most a second in all: a folder some process holds on to is left for a later command.
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(1);
   auto mountinfo = read_small_file("/proc/self/mountinfo");
   if (!mountinfo) return;
   for (const auto& [type, mount_point] : cgroup_mounts(*mountinfo)) {
@@ -203,8 +220,8 @@ void remove_container_cgroups(const std::string& cgroup_parent) {
     std::sort(dirs.begin(), dirs.end(), [](const std::string& a, const std::string& b) {
       return std::count(a.begin(), a.end(), '/') > std::count(b.begin(), b.end(), '/');
     });
-    for (const auto& d : dirs) ::rmdir(d.c_str());
-    if (type == "cgroup") ::rmdir(top.c_str());
+    for (const auto& d : dirs) remove_when_left(d, until);
+    if (type == "cgroup") remove_when_left(top, until);
   }
 }
 

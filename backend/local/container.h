@@ -86,8 +86,8 @@ void remove_container(const ContainerEngine& engine, const std::string& containe
 // `cgroup_parent` (container_cgroup_parent's answer), in every cgroup hierarchy mounted here
 // (on a hybrid host podman makes <parent>/libpod-ID and <parent>/conmon in each v1 controller
 // too, and leaves the conmon ones). Children first; rmdir only, so a cgroup still holding a
-// process stays. The cgroup2 folder <parent> itself is the job's (JobCgroup::remove's); the v1
-// ones go too.
+// process stays (after up to a second in all of waiting for it to empty: conmon leaves late).
+// The cgroup2 folder <parent> itself is the job's (JobCgroup::remove's); the v1 ones go too.
 void remove_container_cgroups(const std::string& cgroup_parent);
 
 }  // namespace nodus::backend::local
