@@ -183,6 +183,14 @@ engine::JobRequest to_request(const RunFlags& f) {
   for (const auto& kv : f.env) r.env.insert(value_or_throw(parse_env_assignment(kv)));
   r.workdir = f.workdir;
   r.image = f.image;
+  // Slurm without an OCI runtime (oci.conf) records the container and runs the job on the node
+  // itself (measured, Slurm 22.05: `cat /etc/alpine-release` of an alpine image failed on the
+  // node's Debian), and nodus cannot see oci.conf through slurmrestd: the site says it has one.
+  if (r.backend == "slurm" && !r.image.empty() && config_get("slurm_containers") != "oci")
+    throw Fatal("--image " + r.image +
+                ": this Slurm cluster is not declared to run jobs in containers, and one "
+                "without Slurm's oci.conf runs the job outside any image without a word; set "
+                "NODUS_SLURM_CONTAINERS=oci where its nodes have it");
   if (!f.rate.empty()) {
     r.rate = value_or_throw(parse_usd(f.rate, "--rate"));
     r.rate_per_box = f.rate_per == "box";

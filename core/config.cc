@@ -37,6 +37,10 @@ const std::vector<ConfigKey>& config_keys() {
       {"slurm_workdir", "NODUS_SLURM_WORKDIR", "",
        "shared folder for job scripts and output on Slurm"},
       {"slurm_partition", "NODUS_SLURM_PARTITION", "", "Slurm partition (default: the cluster's)"},
+      {"slurm_containers", "NODUS_SLURM_CONTAINERS", "none",
+       "whether the Slurm cluster runs jobs in containers: none (--image is refused) or oci "
+       "(Slurm's oci.conf is set up on its nodes)",
+       false, "none oci"},
       {"nvidia_smi", "NODUS_NVIDIA_SMI", "nvidia-smi",
        "nvidia-smi executable used for the inventory"},
       {"cgroup", "NODUS_CGROUP", "auto",
