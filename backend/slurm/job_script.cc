@@ -152,9 +152,9 @@ else
   nodus_hops=0
 fi
 nodus_sec() { printf -v nodus_s '%d.%03d' $(($1 / 1000)) $(($1 % 1000)); }
-# Hands signal $1 on to the enforcer that is the job's parent (found through /proc, outside the
-# job's namespace, below the status writer of start_watched): it passes TERM, INT, HUP and QUIT on to the job's process group (and KILLs
-# it after the grace); USR1 and USR2 go to that group directly.
+# Hands signal $1 on to the enforcer that is the job's parent (found through /proc, below the
+# status writer, outside the job's namespace): it passes TERM, INT, HUP and QUIT on to the job's
+# process group (and KILLs it after the grace); USR1 and USR2 go to that group directly.
 nodus_pass() {
   local p=$nodus_pid c i
   [[ -n $p ]] || return 0
