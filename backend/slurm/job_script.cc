@@ -64,13 +64,16 @@ std::string start_watched(const std::string& command, bool ignore_stops) {
 
 // Waits for the status start_watched's command ends with, through the signals the script hands
 // on meanwhile, then stops handing them on; the status is in nodus_status. Without a status
-// (its writer was killed), the writer's own, from wait.
+// (its writer was killed), the writer's own, from wait. No `=~` here nor in the traps: a trap
+// runs between any two commands, and its `[[ =~ ]]` would replace BASH_REMATCH under the
+// parse (seen once in CI: the status read as empty, the script exited 0 for a job's 7).
 constexpr std::string_view kWaitForJob = R"SH(nodus_status=
 while :; do
   read -r -u "$nodus_sfd" nodus_line
   nodus_r=$?
   ((nodus_r > 128)) && continue
-  ((nodus_r == 0)) && [[ $nodus_line =~ ^s([0-9]+)$ ]] && nodus_status=${BASH_REMATCH[1]}
+  nodus_line=${nodus_line#s}
+  ((nodus_r == 0)) && [[ -n $nodus_line && $nodus_line != *[!0-9]* ]] && nodus_status=$nodus_line
   break
 done
 trap '' TERM INT HUP QUIT USR1 USR2
@@ -100,7 +103,7 @@ exit $nodus_status
 constexpr std::string_view kSignalChild = R"SH(nodus_signal_child() {
   local c=
   read -r c _ 2>/dev/null </proc/$nodus_pid/task/$nodus_pid/children
-  [[ $c =~ ^[0-9]+$ ]] && kill -s "$1" "$c" 2>/dev/null
+  [[ -n $c && $c != *[!0-9]* ]] && kill -s "$1" "$c" 2>/dev/null
 }
 )SH";
 
@@ -161,7 +164,7 @@ nodus_pass() {
   for ((i = 0; i <= nodus_hops; i++)); do
     c=
     read -r c _ 2>/dev/null </proc/$p/task/$p/children
-    [[ $c =~ ^[0-9]+$ ]] || return 0
+    [[ -n $c && $c != *[!0-9]* ]] || return 0
     p=$c
   done
   case $1 in
@@ -270,7 +273,8 @@ std::string multi_node_launch(const JobRecord& job, const std::string& output) {
   s +=
       R"SH(nodus_tool srun && nodus_srun=$nodus_path || { echo "nodus: no srun on this node: a multi-node job does not run" >&2; exit 126; }
 # The rendezvous: the first node's address (its NodeAddr, else its name) and a port from the
-# job's id, unless the job was given its own (-e MASTER_ADDR=..., -e MASTER_PORT=...).
+# job's id, below Linux's ephemeral ports (32768 up: a connection's local port there made a
+# CI run's torchrun fail to bind), unless the job was given its own (-e MASTER_ADDR=..., ...).
 nodus_first= nodus_addr=
 if [[ -n ${SLURM_JOB_NODELIST-} ]] && nodus_tool scontrol; then
   read -r nodus_first _ < <("${nodus_env[@]}" "$nodus_path" show hostnames "${SLURM_JOB_NODELIST-}" 2>/dev/null)
@@ -278,7 +282,7 @@ if [[ -n ${SLURM_JOB_NODELIST-} ]] && nodus_tool scontrol; then
     nodus_addr=${BASH_REMATCH[2]}
 fi
 export MASTER_ADDR=${MASTER_ADDR:-${nodus_addr:-${nodus_first:-$HOSTNAME}}}
-export MASTER_PORT=${MASTER_PORT:-$((29500 + ${SLURM_JOB_ID:-0} % 10000))}
+export MASTER_PORT=${MASTER_PORT:-$((29500 + ${SLURM_JOB_ID:-0} % 3000))}
 )SH";
   s += "export NNODES=" + n + " WORLD_SIZE=" + n + "\n";
   // torchrun reads each flag it is not given from PET_<FLAG>: `torchrun train.py` on every node
