@@ -107,6 +107,12 @@ constexpr std::string_view kSignalChild = R"SH(nodus_signal_child() {
 }
 )SH";
 
+// Traps that hand each signal Slurm or srun may send the script on through `handler SIG`.
+std::string hand_signals_to(std::string_view handler) {
+  return "for nodus_sig in TERM INT HUP QUIT USR1 USR2; do trap \"" + std::string(handler) +
+         " $nodus_sig\" $nodus_sig; done\n";
+}
+
 int64_t millis(billing::Seconds s) { return static_cast<int64_t>(std::floor(s.count() * 1000)); }
 
 // nodus_tool NAME: sets nodus_path to NAME in a fixed system folder, never from the job's PATH;
@@ -173,8 +179,9 @@ nodus_pass() {
   esac
 }
 nodus_pid=
-for nodus_sig in TERM INT HUP QUIT USR1 USR2; do trap "nodus_pass $nodus_sig" $nodus_sig; done
-nodus_info= nodus_ctld=
+)SH";
+  s += hand_signals_to("nodus_pass");
+  s += R"SH(nodus_info= nodus_ctld=
 if [[ -n ${SLURM_JOB_ID-} ]] && nodus_tool scontrol; then
   nodus_info=$("${nodus_env[@]}" "$nodus_path" -o show job "$SLURM_JOB_ID" 2>/dev/null)
 fi
@@ -252,8 +259,7 @@ trap 'nodus_ending $?' EXIT
   // them at their defaults (its writer ignores TERM, INT, HUP and QUIT).
   if (nodes_of(job) == 1) return s + exec_line(job.argv) + "\n";
   s += kSignalChild;
-  s += "nodus_pid=\nfor nodus_sig in TERM INT HUP QUIT USR1 USR2; do trap \"nodus_signal_child "
-       "$nodus_sig\" $nodus_sig; done\n";
+  s += "nodus_pid=\n" + hand_signals_to("nodus_signal_child");
   s += start_watched("(trap - TERM INT HUP QUIT; " + exec_line(job.argv) + ")",
                      /*ignore_stops=*/true);
   s += kWaitForJob;
@@ -321,8 +327,7 @@ mkdir -m 700 -- "$nodus_nodes_dir" 2>/dev/null && export NODUS_FIRST_FAILURE=$no
   // Slurm signals only the batch script's process: srun (the status writer's child) passes them
   // on to every node's task.
   s += kSignalChild;
-  s += "for nodus_sig in TERM INT HUP QUIT USR1 USR2; do trap \"nodus_signal_child $nodus_sig\" "
-       "$nodus_sig; done\n";
+  s += hand_signals_to("nodus_signal_child");
   s += kWaitForJob;
   s +=
       R"SH(nodus_first=
