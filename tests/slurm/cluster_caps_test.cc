@@ -95,7 +95,10 @@ TEST(SlurmClusterCaps, CostCapTermsGraceEarlyAndKillsAtTheCap) {
   auto rest = cluster_client(settings);
   // Ignores SIGTERM: only the kill at the cap can stop it.
   JobRecord job = new_job(
-      {"bash", "-c", "trap 'echo got TERM' TERM; echo ready; while true; do sleep 0.2; done"}, dir);
+      {"bash", "-c",
+       "trap 'echo got TERM $EPOCHREALTIME' TERM; echo ready $EPOCHREALTIME; while true; do sleep "
+       "0.2; done"},
+      dir);
   job.gpu_type = "L4";
   job.gpu_count = 1;
   job.rate_per_gpu_hour = 3600;  // $1 a second
@@ -144,8 +147,9 @@ TEST(SlurmClusterCaps, CostCapTermsGraceEarlyAndKillsAtTheCap) {
   if (std::string log = dir.read(job.log_path); log.find("got TERM") == std::string::npos)
     std::printf(
         "\n*** NOT SEEN: the job's TERM trap line is not in its log (the TERM at the "
-        "plan's TERM, from the test and the node's enforcer, left no trace) ***\n%s\n",
-        log.c_str());
+        "plan's TERM, from the test and the node's enforcer, left no trace); Slurm's start %.3f, "
+        "TERM due %.3f, KILL due %.3f, Slurm's end %.3f ***\n%s\n",
+        *started, term_at, kill_at, ended->end_time, log.c_str());
 }
 
 TEST(SlurmClusterStop, TermReachesTheProgramWhichChoosesItsExit) {
