@@ -599,6 +599,16 @@ def cmd_pack(a):
     s_all = write_cell_script(a.work, "cells-all.sh", cells)
     s_one = write_cell_script(a.work, "cells-1gpu.sh", one)
     s_two = write_cell_script(a.work, "cells-2gpu.sh", two)
+    # The same 32 durations as a grid of GPU counts (one sweep, --gpu H100:{g}): the first 16
+    # on 1 GPU, the last 16 on 2. Its script takes the cell's g and i.
+    half = len(cells) // 2
+    grid = [dict(c, gpus=1 if c["index"] < half else 2) for c in cells]
+    s_grid = os.path.join(a.work, "cells-grid.sh")
+    with open(s_grid, "w") as f:
+        f.write("#!/bin/bash\n# Sleeps for the duration of cell ($1 GPUs, number $2): a lookup, no fork.\n")
+        f.write("D=(" + " ".join(f"{c['seconds']:.2f}" for c in grid) + ")\n")
+        f.write(f'exec sleep "${{D[($1 - 1) * {half} + $2]}}"\n')
+    os.chmod(s_grid, 0o755)
     par = ["parallel", "--will-cite"]
     scenarios = {
         "32 cells x 1 GPU": {
@@ -614,6 +624,14 @@ def cmd_pack(a):
             # parallel knows no GPU counts: the 1-GPU cells 8 at a time, then the 2-GPU cells 4 at a time.
             "parallel": [[par + ["-j8", s_one, ":::"] + [str(i) for i in range(len(one))]],
                          [par + ["-j4", s_two, ":::"] + [str(i) for i in range(len(two))]]],
+        },
+        f"{half} x 1 GPU + {half} x 2 GPUs, one sweep": {
+            "cells": grid,
+            # One sweep whose --gpu takes the cell's g: one runner packs both counts.
+            "nodus": [[[a.nodus, "sweep", "--gpu", "H100:{g}", "--param", "g=1,2", "--param",
+                        f"i=0..{half - 1}", "--", s_grid, "{g}", "{i}"]]],
+            "parallel": [[par + ["-j8", s_grid, "1", ":::"] + [str(i) for i in range(half)]],
+                         [par + ["-j4", s_grid, "2", ":::"] + [str(i) for i in range(half)]]],
         },
     }
     out = {"seed": a.seed, "gpus": gpus, "durations": cells, "scenarios": {}}
@@ -1189,7 +1207,10 @@ def cmd_report(a):
               "greedy in-order schedule with zero overhead (what an ideal runner starting cells in order gets).",
               "nodus runs the mixed case as two sweeps at once (one per GPU count) sharing the inventory",
               "through the store's GPU claims (the store is created before each run); `parallel` has no",
-              "notion of GPU counts, so it runs the 1-GPU cells with -j8, then the 2-GPU cells with -j4.", "",
+              "notion of GPU counts, so it runs the 1-GPU cells with -j8, then the 2-GPU cells with -j4.",
+              "The *one sweep* case is the same 32 durations as a grid of GPU counts, the first 16 on 1 GPU",
+              "and the last 16 on 2 (`cells-grid.sh {g} {i}`), run by a single `nodus sweep --gpu H100:{g}",
+              "-p g=1,2 -p i=0..15`, which plans and claims both counts itself; `parallel` as above.", "",
               "| cells | lower bound s | list schedule s (x LB) | runner | makespan s | x lower bound | x list schedule | errors |",
               "|---|---|---|---|---|---|---|---|"]
         for name, sc in pk["scenarios"].items():

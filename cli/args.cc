@@ -133,8 +133,13 @@ CLI::Validator image_value() {
 CLI::Validator size_value(uint64_t min_bytes) {
   return parsed_by([min_bytes](const std::string& v) { return parse_size(v, "", min_bytes); });
 }
-CLI::Validator gpu_value() {
-  return parsed_by([](const std::string& v) { return parse_gpu_request(v); });
+CLI::Validator gpu_value(bool placeholders) {
+  return parsed_by([placeholders](const std::string& v) -> Result<void> {
+    if (placeholders && v.find_first_of("{}") != std::string::npos) return Result<void>();
+    auto r = parse_gpu_request(v);
+    if (!r.ok()) return r.error();
+    return Result<void>();
+  });
 }
 CLI::Validator percent_value() {
   return parsed_by([](const std::string& v) { return parse_percent(v, ""); });

@@ -24,7 +24,8 @@ void set_examples(CLI::App* sub, const std::vector<std::string>& lines);
 // with the parser's own message. Each also rejects "" (an empty value never means "no cap").
 CLI::Validator usd_value();
 CLI::Validator duration_value();
-CLI::Validator gpu_value();
+// `placeholders`: a value with {NAME} in it passes (sweep --gpu, checked when the sweep plans).
+CLI::Validator gpu_value(bool placeholders = false);
 CLI::Validator percent_value();
 CLI::Validator env_value();
 // A container image reference: starts with a letter or digit (never an option such as

@@ -13,6 +13,7 @@
 #include <filesystem>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <set>
 
 #include "billing/stop_plan.h"
 #include "cli/args.h"
@@ -281,6 +282,15 @@ struct Plan {
 struct SweepCommand {
   SweepFlags f;
 
+  // An error about one value of a --gpu with placeholders, said of the cells that take it:
+  // "--gpu H100:{g} is 'H100:8' for some cells: more than this machine has: ...".
+  Fatal for_cells_with(const std::string& value, const Fatal& e) const {
+    std::string why = e.what();
+    for (const std::string& prefix : {std::string("--gpu: "), "--gpu " + value + ": "})
+      if (why.rfind(prefix, 0) == 0) why.erase(0, prefix.size());
+    return Fatal("--gpu " + f.run.gpu + " is '" + value + "' for some cells: " + why, e.code());
+  }
+
   // Parses and checks everything, and plans the cells; runs and stores nothing.
   Plan plan() {
     Plan p;
@@ -303,9 +313,11 @@ struct SweepCommand {
             "throughput or cost_per_msample, not " +
             p.objective.text());
     }
-    p.request = to_request(f.run);
-    if (!f.loader_axes.empty()) check_loader_reach(f.run, p.request);
     p.grid = value_or_throw(sweep::parse_grid(f.params));
+    // --gpu H100:{gpus}: each cell's GPUs are its own value of the template.
+    std::optional<sweep::ArgvTemplate> gpu_template;
+    if (f.run.gpu.find_first_of("{}") != std::string::npos)
+      gpu_template = value_or_throw(sweep::ArgvTemplate::parse({f.run.gpu}, p.grid, "--gpu"));
     std::vector<int> indices;
     if (f.sample > 0) {
       value_or_throw(sweep::check_sample(p.grid, f.sample, f.yes));
@@ -319,9 +331,30 @@ struct SweepCommand {
         runs > sweep::kMaxCells)
       throw Fatal("--repeat " + std::to_string(f.repeat) + ": " + std::to_string(runs) +
                   " runs; at most " + std::to_string(sweep::kMaxCells) + " are allowed");
+    // One request for each --gpu value the cells take (the only one, without placeholders).
+    std::vector<std::pair<std::string, engine::JobRequest>> requests;
+    if (gpu_template) {
+      for (const auto& value : engine::cell_gpu_values(*gpu_template, p.grid, indices)) {
+        RunFlags run = f.run;
+        run.gpu = value;
+        try {
+          requests.emplace_back(value, to_request(run));
+        } catch (const Fatal& e) {
+          throw for_cells_with(value, e);
+        }
+      }
+    } else {
+      requests.emplace_back(f.run.gpu, to_request(f.run));
+    }
+    p.request = requests.front().second;
+    if (!f.loader_axes.empty()) check_loader_reach(f.run, p.request);
     p.tmpl = value_or_throw(sweep::ArgvTemplate::parse(p.request.argv, p.grid));
     if (!f.budget.empty()) p.budget = value_or_throw(parse_usd(f.budget, "--budget"));
-    if (p.budget && p.request.gpu.none())
+    const bool any_gpu = std::any_of(requests.begin(), requests.end(),
+                                     [](const auto& r) { return !r.second.gpu.none(); });
+    const bool any_cpu_only = std::any_of(requests.begin(), requests.end(),
+                                          [](const auto& r) { return r.second.gpu.none(); });
+    if (p.budget && any_cpu_only)
       throw Fatal("--budget " + format_usd(*p.budget) +
                   ": CPU-only cells have no catalog rate; add --gpu TYPE[:COUNT]");
     if (f.parallel < 0)
@@ -329,8 +362,7 @@ struct SweepCommand {
                   "': expected 1 or more");
 
     billing::Catalog catalog = load_catalog(f.run.prices, f.run.prices_only);
-    if (p.request.backend == "local" && !p.request.gpu.none())
-      p.inventory = local_inventory(catalog);
+    if (p.request.backend == "local" && any_gpu) p.inventory = local_inventory(catalog);
     const engine::Inventory* inv = p.inventory ? &*p.inventory : nullptr;
     JobRecord base = engine::build_job(p.request, catalog, inv);
 
@@ -340,21 +372,56 @@ struct SweepCommand {
     if (f.repeat > 1) p.options["repeat"] = f.repeat;
     p.hash = sweep::definition_hash(p.tmpl->source(), p.grid, p.options);
 
-    engine::SweepPlanInput in{base,    p.request.env, p.request.gpu, p.request.max_cost,
-                              indices, f.repeat,      f.loader_axes};
+    engine::SweepPlanInput in;
+    in.base = base;
+    in.env = p.request.env;
+    in.gpu = p.request.gpu;
+    in.max_cost = p.request.max_cost;
+    in.indices = indices;
+    in.repeat = f.repeat;
+    in.loader_axes = f.loader_axes;
+    // The default --parallel: as many cells as the free GPUs allow, counting the cells that ask
+    // for the fewest (the GPU claims hold back the others).
+    int parallel = engine::default_parallel(base, inv);
+    if (gpu_template) {
+      in.gpu_template = gpu_template;
+      for (const auto& [value, request] : requests) {
+        JobRecord b;
+        try {
+          b = engine::build_job(request, catalog, inv);
+        } catch (const Fatal& e) {
+          throw for_cells_with(value, e);
+        }
+        parallel = std::max(parallel, engine::default_parallel(b, inv));
+        in.gpu_bases[value] = {std::move(b), request.gpu};
+      }
+    }
     p.cells = engine::plan_cells(in, p.grid, *p.tmpl);
-    p.parallel = f.parallel > 0 ? f.parallel : engine::default_parallel(base, inv);
+    p.parallel = f.parallel > 0 ? f.parallel : parallel;
     return p;
   }
 
   void announce(const Plan& p) const {
-    const JobRecord& base = p.cells.front().job;
-    auto worst = engine::worst_case_cost(base.gpu_count, base.rate_per_gpu_hour, base.max_cost,
-                                         base.timeout_ms, base.grace_ms);
+    // The worst case of every cell (cells differ when --gpu takes a param's value).
+    std::optional<double> total = 0.0, most = 0.0, least;
+    for (const auto& c : p.cells) {
+      auto worst = engine::worst_case_cost(c.job.gpu_count, c.job.rate_per_gpu_hour, c.job.max_cost,
+                                           c.job.timeout_ms, c.job.grace_ms);
+      if (!worst) {
+        total = std::nullopt;
+        break;
+      }
+      *total += *worst;
+      most = std::max(*most, *worst);
+      least = std::min(least.value_or(*worst), *worst);
+    }
     size_t n = p.cells.size();
     std::string worst_text =
-        worst ? format_usd(*worst * n) + " (" + std::to_string(n) + " x " + format_usd(*worst) + ")"
-              : "unbounded (no --max-cost or --timeout)";
+        !total ? "unbounded (no --max-cost or --timeout)"
+        : *least == *most
+            ? format_usd(*total) + " (" + std::to_string(n) + " x " + format_usd(*most) + ")"
+            : format_usd(*total) + " (" + std::to_string(n) + " cells, " + format_usd(*least) +
+                  " to " + format_usd(*most) + " each)";
     std::string runs = f.repeat > 1 ? " (" + std::to_string(n / f.repeat) + " cells x " +
                                           std::to_string(f.repeat) + " repeats)"
                                     : "";
@@ -362,17 +429,26 @@ struct SweepCommand {
                  f.repeat > 1 ? "runs" : "cells", runs.c_str(),
                  std::min<int>(p.parallel, static_cast<int>(n)), worst_text.c_str(),
                  p.budget ? (", budget " + format_usd(*p.budget)).c_str() : "");
-    if (p.budget && !worst)
+    if (p.budget && !total)
       std::fprintf(stderr,
                    "nodus: cells have no --max-cost or --timeout: with --budget each runs alone, "
                    "capped at what is left\n");
     // As `run` warns: a cell whose cap (or share of the budget, when the first cells start
-    // together) buys less than the grace period gets its SIGTERM the moment it starts.
+    // together) buys less than the grace period gets its SIGTERM the moment it starts. Once
+    // for each --gpu value the cells take.
     std::optional<double> share;
     if (p.budget) share = *p.budget / std::max<size_t>(1, std::min<size_t>(p.parallel, n));
-    if (auto warning = engine::plan_warning(billing::plan_stop(base, share),
-                                            std::chrono::milliseconds(base.grace_ms)))
-      std::fprintf(stderr, "nodus: each cell: %s\n", warning->c_str());
+    std::set<std::string> warned;
+    for (const auto& c : p.cells) {
+      const std::string gpus = c.job.gpu_type + ":" + std::to_string(c.job.gpu_count);
+      if (!warned.insert(gpus).second) continue;
+      if (auto warning = engine::plan_warning(billing::plan_stop(c.job, share),
+                                              std::chrono::milliseconds(c.job.grace_ms)))
+        std::fprintf(
+            stderr, "nodus: each cell%s: %s\n",
+            f.run.gpu.find('{') == std::string::npos ? "" : (" with --gpu " + gpus).c_str(),
+            warning->c_str());
+    }
   }
 
   nlohmann::json definition(const Plan& p) const {
@@ -517,6 +593,9 @@ struct SweepCommand {
     // params JSON is an object, whose keys are sorted: not the columns' order).
     for (const auto& axis : p.grid.axes) cols.push_back({axis.name, axis.name});
     if (f.repeat > 1) cols.push_back({"repeat", "RUN", true});
+    // Each cell's own GPUs when --gpu takes a param's value (H100:{gpus}).
+    const bool gpu_per_cell = f.run.gpu.find_first_of("{}") != std::string::npos;
+    if (gpu_per_cell) cols.push_back({"gpu_request", "GPUS"});
     cols.push_back({"command", "COMMAND"});
     Table t(cols);
     const uint64_t grid_cells = sweep::cell_count(p.grid);
@@ -532,6 +611,12 @@ struct SweepCommand {
       if (f.repeat > 1) {
         text.push_back(std::to_string(slot.repeat + 1));
         raw["repeat"] = slot.repeat + 1;
+      }
+      if (gpu_per_cell) {
+        std::string gpus =
+            c.job.gpu_count == 0 ? "none" : c.job.gpu_type + ":" + std::to_string(c.job.gpu_count);
+        text.push_back(gpus);
+        raw["gpu_request"] = gpus;
       }
       text.push_back(command_line(shown));
       t.add_row(text, raw);
@@ -595,7 +680,7 @@ Command add_sweep(CLI::App& app) {
                   "1e-5..1e-2:log4 (repeatable)")
       ->type_name("NAME=VALUES")
       ->check(param_value());
-  add_run_flags(sub, cmd->f.run);
+  add_run_flags(sub, cmd->f.run, /*sweep=*/true);
   sub->add_option("--parallel", cmd->f.parallel,
                   "at most N cells at once (default: as many as the free GPUs allow)")
       ->type_name("N")

@@ -54,11 +54,14 @@ void set_trailing_command(std::vector<std::string> command) { trailing() = std::
 
 std::vector<std::string> job_command() { return trailing().value_or(std::vector<std::string>{}); }
 
-void add_run_flags(CLI::App* sub, RunFlags& f) {
-  sub->add_option("--gpu", f.gpu, "GPUs as TYPE[:COUNT] (H100, h100:8, L4) or none")
-      ->type_name("TYPE[:COUNT]")
-      ->check(gpu_value())
-      ->capture_default_str();
+void add_run_flags(CLI::App* sub, RunFlags& f, bool sweep) {
+  auto* gpu = sub->add_option("--gpu", f.gpu,
+                              sweep ? "GPUs of each cell as TYPE[:COUNT] (H100, h100:8, L4) or "
+                                      "none; {NAME} takes a param's value (H100:{gpus})"
+                                    : "GPUs as TYPE[:COUNT] (H100, h100:8, L4) or none");
+  gpu->type_name("TYPE[:COUNT]")->capture_default_str();
+  // A sweep's placeholders are checked, and each cell's value parsed, when the sweep plans.
+  gpu->check(gpu_value(/*placeholders=*/sweep));
   sub->add_option("--max-cost", f.max_cost, "stop before the job costs more than USD (5, 5.00, $5)")
       ->type_name("USD")
       ->check(usd_value());

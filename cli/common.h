@@ -76,7 +76,8 @@ struct RunFlags {
   std::string log_limit = "1G";
   std::vector<std::string> command;
 };
-void add_run_flags(CLI::App* sub, RunFlags& flags);
+// `sweep`: --gpu may hold {NAME} placeholders (checked against the grid when the sweep plans).
+void add_run_flags(CLI::App* sub, RunFlags& flags, bool sweep = false);
 // The job's command as split off by split_command_line (cli/args.h): what followed "--", or
 // `run`'s first plain word and everything after it. Empty when none was given.
 void set_trailing_command(std::vector<std::string> command);

@@ -129,10 +129,104 @@ std::vector<std::vector<size_t>> plan_lanes(const std::vector<double>& seconds, 
   return plan;
 }
 
-std::vector<size_t> order_cells(const std::vector<CellEstimate>& cells, int lanes) {
+double shared_makespan(const std::vector<size_t>& order, const std::vector<double>& seconds,
+                       const std::vector<int>& widths, int gpus, int lanes) {
+  gpus = std::max(1, gpus);
+  lanes = std::max(1, lanes);
+  std::vector<size_t> waiting = order;
+  std::vector<std::pair<double, int>> running;  // (end, width)
+  double now = 0, last = 0;
+  while (!waiting.empty()) {
+    int free = gpus;
+    for (const auto& r : running) free -= r.second;
+    for (auto it = waiting.begin(); it != waiting.end();) {
+      if (static_cast<int>(running.size()) >= lanes) break;
+      const int w = std::clamp(widths[*it], 1, gpus);
+      if (w > free) {
+        ++it;
+        continue;
+      }
+      running.emplace_back(now + seconds[*it], w);
+      last = std::max(last, now + seconds[*it]);
+      free -= w;
+      it = waiting.erase(it);
+    }
+    if (waiting.empty()) break;
+    double next = running.front().first;  // never empty here: an idle machine fits any cell
+    for (const auto& r : running) next = std::min(next, r.first);
+    now = next;
+    std::erase_if(running, [&](const auto& r) { return r.first <= now + kEpsilon; });
+  }
+  return last;
+}
+
+std::vector<size_t> plan_shared(const std::vector<double>& seconds, const std::vector<int>& widths,
+                                int gpus, int lanes) {
+  const size_t n = seconds.size();
+  auto sorted_by = [&](auto before) {
+    std::vector<size_t> order(n);
+    for (size_t i = 0; i < n; ++i) order[i] = i;
+    std::stable_sort(order.begin(), order.end(), before);
+    return order;
+  };
+  std::vector<size_t> best = sorted_by([&](size_t a, size_t b) { return seconds[a] > seconds[b]; });
+  double best_span = shared_makespan(best, seconds, widths, gpus, lanes);
+  for (auto& candidate : {sorted_by([&](size_t a, size_t b) {
+                            return seconds[a] * widths[a] > seconds[b] * widths[b];
+                          }),
+                          sorted_by([&](size_t a, size_t b) {
+                            return widths[a] != widths[b] ? widths[a] > widths[b]
+                                                          : seconds[a] > seconds[b];
+                          })}) {
+    const double span = shared_makespan(candidate, seconds, widths, gpus, lanes);
+    if (span < best_span - kEpsilon) {
+      best_span = span;
+      best = candidate;
+    }
+  }
+  // Swaps: each evaluation is O(n^2) at worst; 64 cells and 20,000 evaluations stay well under
+  // a second, once per sweep.
+  constexpr size_t kMostCells = 64;
+  constexpr int kMostEvaluations = 20000;
+  if (n > kMostCells) return best;
+  int evaluations = 0;
+  for (bool improved = true; improved && evaluations < kMostEvaluations;) {
+    improved = false;
+    for (size_t i = 0; i < n && evaluations < kMostEvaluations; ++i) {
+      for (size_t j = i + 1; j < n && evaluations < kMostEvaluations; ++j) {
+        if (seconds[best[i]] == seconds[best[j]] && widths[best[i]] == widths[best[j]]) continue;
+        std::swap(best[i], best[j]);
+        const double span = shared_makespan(best, seconds, widths, gpus, lanes);
+        ++evaluations;
+        if (span < best_span - kEpsilon) {
+          best_span = span;
+          improved = true;
+        } else {
+          std::swap(best[i], best[j]);
+        }
+      }
+    }
+  }
+  return best;
+}
+
+std::vector<size_t> order_cells(const std::vector<CellEstimate>& cells, int lanes, int gpus) {
   std::vector<size_t> unknown, known_pos;
   for (size_t k = 0; k < cells.size(); ++k) (cells[k].seconds ? known_pos : unknown).push_back(k);
   std::vector<size_t> out;
+  const bool mixed = std::any_of(cells.begin(), cells.end(), [&](const CellEstimate& c) {
+    return c.gpus != cells.front().gpus;
+  });
+  if (unknown.empty() && mixed && gpus > 0) {
+    std::vector<double> seconds;
+    std::vector<int> widths;
+    for (const CellEstimate& c : cells) {
+      seconds.push_back(*c.seconds);
+      widths.push_back(c.gpus);
+    }
+    for (size_t k : plan_shared(seconds, widths, gpus, lanes)) out.push_back(cells[k].cell);
+    return out;
+  }
   if (unknown.empty() && lanes > 1 && cells.size() > static_cast<size_t>(lanes)) {
     std::vector<double> seconds;
     for (const CellEstimate& c : cells) seconds.push_back(*c.seconds);
@@ -178,13 +272,15 @@ std::optional<double> measured_duration(const JobRecord& attempt) {
   return d;
 }
 
-std::map<std::vector<std::string>, double> known_durations(
-    store::Store& store, const std::vector<std::string>& argv_template, const std::string& backend,
-    std::optional<int64_t> sweep_id, int look_back) {
-  std::map<std::vector<std::string>, double> out;
+std::map<CellShape, double> known_durations(store::Store& store,
+                                            const std::vector<std::string>& argv_template,
+                                            const std::string& backend,
+                                            std::optional<int64_t> sweep_id, int look_back) {
+  std::map<CellShape, double> out;
   auto take = [&](int64_t id) {
     for (const JobRecord& cell : store.sweep_cells(id))
-      if (auto d = measured_duration(cell)) out.emplace(cell.argv, *d);  // keeps the first seen
+      if (auto d = measured_duration(cell))  // keeps the first seen
+        out.emplace(CellShape{cell.argv, cell.gpu_type, cell.gpu_count}, *d);
   };
   if (sweep_id) take(*sweep_id);
   for (const store::SweepRecord& s : store.sweeps(look_back))  // newest first

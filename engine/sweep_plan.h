@@ -34,7 +34,21 @@ struct SweepPlanInput {
   // Axes whose value is a DataLoader knob the hook sets (sweep --loader): each cell's value
   // goes into its job's options ("loader"), beside the knobs every cell has.
   std::vector<std::string> loader_axes;
+  // --gpu with placeholders (sweep --gpu H100:{gpus}): each cell's GPUs are this template's
+  // value for the cell, and its job starts from that value's entry of `gpu_bases` (built for
+  // every value the cells take) instead of `base` and `gpu`.
+  struct GpuBase {
+    JobRecord job;
+    GpuRequest gpu;
+  };
+  std::optional<sweep::ArgvTemplate> gpu_template;
+  std::map<std::string, GpuBase> gpu_bases;
 };
+
+// The --gpu value of each cell of `grid` that `indices` name (every cell when empty), once
+// each, for a --gpu with placeholders.
+std::vector<std::string> cell_gpu_values(const sweep::ArgvTemplate& gpu_template,
+                                         const sweep::Grid& grid, const std::vector<int>& indices);
 
 // A stored cell_index split into the grid cell and the repeat (0-based).
 struct CellSlot {

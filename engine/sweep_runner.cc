@@ -10,6 +10,7 @@
 #include <csignal>
 #include <cstring>
 #include <nlohmann/json.hpp>
+#include <set>
 
 #include "backend/backend.h"
 #include "core/cost.h"
@@ -211,20 +212,33 @@ class CellLauncher : public SweepScheduler::Launcher {
 // where earlier runs of the same cells tell how long they take (cell_order.h), each with the
 // most it can cost.
 void queue_cells(store::Store& store, SweepScheduler& scheduler, const store::SweepRecord& sweep,
-                 const std::vector<PlannedCell>& cells, int lanes) {
+                 const std::vector<PlannedCell>& cells, int lanes, const Inventory* inventory) {
   const auto known =
       known_durations(store, sweep.argv, sweep.backend,
                       sweep.id != 0 ? std::optional<int64_t>(sweep.id) : std::nullopt);
   std::vector<CellEstimate> estimates;
+  std::set<std::string> types;
   for (size_t i = 0; i < cells.size(); ++i) {
     if (cells[i].done) continue;
-    auto it = known.find(cells[i].job.argv);
-    estimates.push_back({i, it == known.end() ? std::nullopt : std::optional<double>(it->second)});
-  }
-  for (size_t i : order_cells(estimates, lanes)) {
     const JobRecord& job = cells[i].job;
-    scheduler.add_pending(i, worst_case_cost(job.gpu_count, job.rate_per_gpu_hour, job.max_cost,
-                                             job.timeout_ms, job.grace_ms));
+    auto it = known.find({job.argv, job.gpu_type, job.gpu_count});
+    estimates.push_back({i, it == known.end() ? std::nullopt : std::optional<double>(it->second),
+                         std::max(1, job.gpu_count)});
+    types.insert(job.gpu_count > 0 ? job.gpu_type : "");
+  }
+  // The GPUs the cells share, for a plan of cells of different widths: those of the one type
+  // they all claim on this machine (none to plan with for CPU cells, a mix of types or Slurm).
+  int gpus = 0;
+  if (inventory != nullptr && types.size() == 1 && !types.begin()->empty())
+    for (const auto& g : inventory->gpus) gpus += g.type == *types.begin();
+  for (size_t i : order_cells(estimates, lanes, gpus)) {
+    const JobRecord& job = cells[i].job;
+    GpuRequest claims;
+    if (job.gpu_count > 0 && job.backend == "local") claims = {job.gpu_type, job.gpu_count};
+    scheduler.add_pending(i,
+                          worst_case_cost(job.gpu_count, job.rate_per_gpu_hour, job.max_cost,
+                                          job.timeout_ms, job.grace_ms),
+                          claims);
   }
 }
 
@@ -268,7 +282,7 @@ std::string SweepRunner::run(store::SweepRecord& sweep, std::vector<PlannedCell>
   // A resumed sweep has spent what every earlier attempt of every cell cost, not only the cells
   // that completed: the budget covers the sweep, however many times it was resumed.
   if (sweep.id != 0) scheduler.add_done(store_.sweep_spent(sweep.id));
-  queue_cells(store_, scheduler, sweep, cells, settings.parallel);
+  queue_cells(store_, scheduler, sweep, cells, settings.parallel, settings.inventory);
   progress_.begin(cells, settings.budget);
   CellLauncher launcher(store_, progress_, sweep, cells, settings);
   auto& running = launcher.running;

@@ -4,17 +4,25 @@
 
 namespace nodus::engine {
 
-void SweepScheduler::add_pending(size_t cell, std::optional<double> worst_case) {
+void SweepScheduler::add_pending(size_t cell, std::optional<double> worst_case, GpuRequest gpus) {
   pending_.push_back(cell);
-  demand_[cell] = Pending{worst_case};
+  demand_[cell] = Pending{worst_case, std::move(gpus)};
 }
 
 bool SweepScheduler::start_what_fits(Launcher& launcher) {
   bool waiting_for_gpus = false;
+  std::map<std::string, int> busy_from;  // GPU type -> the fewest a claim of failed this pass
   for (auto it = pending_.begin(); it != pending_.end() && !stopped_;) {
     if (static_cast<int>(running_.size()) >= parallel_) break;
     const size_t cell = *it;
     const auto worst = demand_[cell].worst_case;
+    const GpuRequest& gpus = demand_[cell].gpus;
+    if (auto b = busy_from.find(gpus.type);
+        gpus.count > 0 && b != busy_from.end() && gpus.count >= b->second) {
+      waiting_for_gpus = true;
+      ++it;
+      continue;
+    }
     auto decision = ledger_.try_reserve(worst, !running_.empty());
     if (!decision.grant) {
       if (decision.refusal == BudgetLedger::Refusal::kNever) {
@@ -29,6 +37,10 @@ bool SweepScheduler::start_what_fits(Launcher& launcher) {
     if (launcher.start(cell, *decision.grant) == Launcher::Outcome::kGpusBusy) {
       ledger_.settle(decision.grant->reserved, 0);
       waiting_for_gpus = true;
+      if (gpus.count > 0) {
+        auto [b, fresh] = busy_from.emplace(gpus.type, gpus.count);
+        if (!fresh) b->second = std::min(b->second, gpus.count);
+      }
       ++it;
       continue;
     }

@@ -11,8 +11,10 @@
 // - under a --budget a cell starts only when what is left covers its worst case, which stays
 //   reserved until the cell ends (BudgetLedger); a cell with no bound of its own runs alone,
 //   capped at what is left; a cell that no future can cover is skipped for good;
-// - a cell whose GPUs are held outside the sweep waits, and does not hold back later cells that
-//   fit (no idle GPU while a cell that fits waits).
+// - a cell whose GPUs are held (outside the sweep, or by its wider cells) waits, and does not
+//   hold back later cells that fit (no idle GPU while a cell that fits waits); once a cell's
+//   claim of N GPUs of a type failed, no cell needing N or more of that type is tried again
+//   until the next look (their claims would fail too).
 
 #include <cstddef>
 #include <map>
@@ -21,6 +23,7 @@
 #include <vector>
 
 #include "core/job.h"
+#include "core/parse.h"
 #include "engine/budget.h"
 
 namespace nodus::engine {
@@ -46,8 +49,9 @@ class SweepScheduler {
 
   // A cell finished in an earlier run (--resume): its cost counts against the budget.
   void add_done(double cost) { ledger_.add_spent(cost); }
-  // A cell to run, with the most it can cost (worst_case_cost; nullopt: unbounded).
-  void add_pending(size_t cell, std::optional<double> worst_case);
+  // A cell to run, with the most it can cost (worst_case_cost; nullopt: unbounded) and the GPUs
+  // it claims (count 0: none, or none the launcher claims).
+  void add_pending(size_t cell, std::optional<double> worst_case, GpuRequest gpus = {});
 
   // Starts what fits now. Returns true when a cell waits for GPUs held outside the sweep (the
   // caller looks again soon: they free up without an event the sweep sees).
@@ -68,6 +72,7 @@ class SweepScheduler {
  private:
   struct Pending {
     std::optional<double> worst_case;
+    GpuRequest gpus;
   };
   BudgetLedger ledger_;
   int parallel_;

@@ -27,12 +27,14 @@ std::string names_of(const Grid& grid) {
 
 }  // namespace
 
-Result<ArgvTemplate> ArgvTemplate::parse(const std::vector<std::string>& argv, const Grid& grid) {
+Result<ArgvTemplate> ArgvTemplate::parse(const std::vector<std::string>& argv, const Grid& grid,
+                                         std::string_view flag) {
   ArgvTemplate t;
   t.source_ = argv;
   for (size_t a = 0; a < argv.size(); ++a) {
     const std::string& arg = argv[a];
-    std::string where = " in argument " + std::to_string(a + 1) + " " + quoted(arg);
+    std::string where = flag.empty() ? " in argument " + std::to_string(a + 1) + " " + quoted(arg)
+                                     : " in " + std::string(flag) + " " + quoted(arg);
     std::vector<Piece> pieces;
     std::string literal;
     for (size_t i = 0; i < arg.size(); ++i) {

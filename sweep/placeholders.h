@@ -9,6 +9,7 @@
 #include <map>
 #include <nlohmann/json_fwd.hpp>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/result.h"
@@ -21,7 +22,9 @@ class ArgvTemplate {
  public:
   // Fails on an unknown placeholder, an empty or malformed one, an unclosed '{' or a single '}',
   // naming the argument (1-based, the command itself is argument 1) and the known params.
-  static Result<ArgvTemplate> parse(const std::vector<std::string>& argv, const Grid& grid);
+  // `flag` (for a flag's value, such as sweep's --gpu H100:{gpus}): the errors name it instead.
+  static Result<ArgvTemplate> parse(const std::vector<std::string>& argv, const Grid& grid,
+                                    std::string_view flag = {});
 
   // The argv of one cell of the grid the template was parsed against.
   std::vector<std::string> resolve(const Cell& cell) const;

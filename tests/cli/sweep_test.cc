@@ -4,7 +4,9 @@
 #include <signal.h>
 
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
+#include <sstream>
 #include <thread>
 
 #include "cli/fixtures.h"
@@ -24,6 +26,51 @@ TEST(Sweep, PacksOneGpuCellsOntoFreeGpus) {
   for (const auto& c : j["cells"]) EXPECT_EQ(c["status"], "completed");
   EXPECT_LT(r.seconds, 3.8) << "4 cells of 1 s on 2 GPUs should take about 2 s";
   EXPECT_GT(r.seconds, 1.9);
+}
+
+// --gpu H100:{g}: each cell claims its own count, one sweep packs both onto the same GPUs, and
+// the dry run shows each cell's GPUs and worst case.
+TEST(Sweep, EachCellClaimsTheGpusItsParamAsksFor) {
+  NodusHome home;
+  std::map<std::string, std::string> env{{"NODUS_LOCAL_GPUS", "H100:2"}};
+  auto dry = home.run({"sweep", "--dry-run", "--gpu", "H100:{g}", "--timeout", "1h", "-p", "g=1,2",
+                       "--format", "json", "--", "true"},
+                      env);
+  ASSERT_EQ(dry.code, 0) << dry.err;
+  auto plan = nlohmann::json::parse(dry.out);
+  ASSERT_EQ(plan.size(), 2u);
+  // The catalog's name of the type (H100-SXM for H100), and each cell's count.
+  EXPECT_TRUE(plan[0]["gpu_request"].get<std::string>().ends_with(":1")) << plan[0];
+  EXPECT_TRUE(plan[1]["gpu_request"].get<std::string>().ends_with(":2")) << plan[1];
+  EXPECT_NE(dry.err.find("2 cells, "), std::string::npos) << dry.err;  // two worst cases
+  EXPECT_NE(dry.err.find(" each)"), std::string::npos) << dry.err;
+
+  const std::string log = home.file("gpus");
+  auto r = home.run(
+      {"sweep", "--gpu", "H100:{g}", "-p", "g=2,1", "-p", "i=1..2", "--format", "json", "--", "sh",
+       "-c", "echo \"$NODUS_PARAM_G $CUDA_VISIBLE_DEVICES\" >> " + log + "; sleep 0.2"},
+      env);
+  ASSERT_EQ(r.code, 0) << r.err;
+  auto j = nlohmann::json::parse(r.out);
+  ASSERT_EQ(j["cells"].size(), 4u);
+  for (const auto& c : j["cells"]) EXPECT_EQ(c["status"], "completed");
+  std::istringstream lines(read_file(log));
+  std::string g, devices;
+  int twos = 0, ones = 0;
+  while (lines >> g >> devices) {
+    if (g == "2") {
+      EXPECT_EQ(devices, "0,1");
+      ++twos;
+    } else {
+      EXPECT_TRUE(devices == "0" || devices == "1") << devices;
+      ++ones;
+    }
+  }
+  EXPECT_EQ(twos, 2);
+  EXPECT_EQ(ones, 2);
+  // Every claim was released: a run on both GPUs gets them.
+  auto after = home.run({"run", "--gpu", "H100:2", "--", "true"}, env);
+  EXPECT_EQ(after.code, 0) << after.err;
 }
 
 TEST(Sweep, ValuesReachTheJobAsArgumentsAndEnvironmentNeverThroughAShell) {

@@ -138,6 +138,99 @@ TEST(OrderCells, NoPlanWithAnUnknownDurationOrALaneForEveryCell) {
   EXPECT_EQ(order_cells(known, 3), (std::vector<size_t>{1, 2, 0}));
 }
 
+// The packing bench's 32 durations (bench/harness.py, seed 42), in cell order; in its mixed
+// case every 4th cell holds 2 GPUs.
+const std::vector<double> kBench = {
+    2.10, 0.56, 1.19, 1.06, 2.34, 2.19, 2.73, 0.72, 1.55, 0.57, 1.05, 1.76, 0.57, 1.00, 2.12, 1.86,
+    1.05, 1.97, 2.52, 0.52, 2.51, 2.25, 1.35, 0.89, 2.89, 1.34, 0.73, 0.74, 2.62, 2.01, 2.52, 2.32};
+
+double shared_bound(const std::vector<double>& d, const std::vector<int>& w, int gpus) {
+  double area = 0, longest = 0;
+  for (size_t i = 0; i < d.size(); ++i) {
+    area += d[i] * w[i];
+    longest = std::max(longest, d[i]);
+  }
+  return std::max(area / gpus, longest);
+}
+
+std::vector<size_t> identity(size_t n) {
+  std::vector<size_t> v(n);
+  for (size_t i = 0; i < n; ++i) v[i] = i;
+  return v;
+}
+
+TEST(SharedMakespan, OneGpuCellsGiveWhatLanesGive) {
+  std::vector<int> ones(kBench.size(), 1);
+  for (int gpus : {1, 3, 8})
+    EXPECT_NEAR(shared_makespan(identity(kBench.size()), kBench, ones, gpus, gpus),
+                list_makespan(kBench, identity(kBench.size()), gpus), 1e-9)
+        << gpus;
+  // --parallel below the GPUs: the lanes are the limit.
+  EXPECT_NEAR(shared_makespan(identity(kBench.size()), kBench, ones, 8, 3),
+              list_makespan(kBench, identity(kBench.size()), 3), 1e-9);
+}
+
+// 2 GPUs: cell 0 (1 GPU, 1 s) and cell 2 (1 GPU, 3 s) start; cell 1 (2 GPUs) does not fit and
+// does not hold cell 2 back; it starts when both GPUs are free at 3 s, and ends at 5.
+TEST(SharedMakespan, AWideCellWaitsWithoutHoldingBackNarrowOnes) {
+  EXPECT_DOUBLE_EQ(shared_makespan({0, 1, 2}, {1, 2, 3}, {1, 2, 1}, 2, 8), 5.0);
+  // A cell wider than the GPUs counts as all of them, rather than never starting.
+  EXPECT_DOUBLE_EQ(shared_makespan({0, 1}, {1, 1}, {1, 4}, 2, 8), 2.0);
+}
+
+// The bench's mixed case (every 4th cell on 2 GPUs) on 8 GPUs: longest first is 1.026 x the
+// lower bound; the plan comes within 1% of it.
+TEST(PlanShared, PacksTheBenchMixedCellsNearTheLowerBound) {
+  std::vector<int> w;
+  for (size_t i = 0; i < kBench.size(); ++i) w.push_back(i % 4 == 3 ? 2 : 1);
+  const double bound = shared_bound(kBench, w, 8);
+  std::vector<CellEstimate> cells;
+  for (size_t i = 0; i < kBench.size(); ++i) cells.push_back({i, kBench[i], w[i]});
+  const auto longest = order_cells(cells, 8);  // no GPUs given: longest first
+  EXPECT_GT(shared_makespan(longest, kBench, w, 8, 8), 1.02 * bound);
+  const auto planned = order_cells(cells, 8, 8);
+  auto sorted = planned;
+  std::sort(sorted.begin(), sorted.end());
+  EXPECT_EQ(sorted, identity(kBench.size()));  // each cell once
+  EXPECT_LT(shared_makespan(planned, kBench, w, 8, 8), 1.01 * bound);
+}
+
+// Random widths and durations: never worse than longest first, each cell once; and above 64
+// cells (no swaps tried) still no worse.
+TEST(PlanShared, NeverWorseThanLongestFirst) {
+  unsigned seed = 11;
+  auto next = [&seed](unsigned mod) {
+    seed = seed * 1103515245u + 12345u;
+    return (seed >> 8) % mod;
+  };
+  for (size_t n : {5, 20, 40, 90}) {
+    std::vector<double> d;
+    std::vector<int> w;
+    std::vector<CellEstimate> cells;
+    for (size_t i = 0; i < n; ++i) {
+      d.push_back(0.1 + static_cast<double>(next(5000)) / 1000.0);
+      w.push_back(1 << next(3));  // 1, 2 or 4
+      cells.push_back({i, d.back(), w.back()});
+    }
+    const auto planned = plan_shared(d, w, 8, 8);
+    auto sorted = planned;
+    std::sort(sorted.begin(), sorted.end());
+    EXPECT_EQ(sorted, identity(n));
+    EXPECT_LE(shared_makespan(planned, d, w, 8, 8),
+              shared_makespan(order_cells(cells), d, w, 8, 8) + 1e-9)
+        << n << " cells";
+  }
+}
+
+// Mixed widths with a duration unknown, or without the GPUs the cells share: longest first,
+// unknown ones first, as for cells of one width.
+TEST(OrderCells, MixedWidthsWithoutEveryDurationOrTheGpusAreNotPlanned) {
+  std::vector<CellEstimate> cells = {{0, 1.0, 1}, {1, {}, 2}, {2, 5.0, 2}, {3, 3.0, 1}};
+  EXPECT_EQ(order_cells(cells, 8, 8), (std::vector<size_t>{1, 2, 3, 0}));
+  cells[1].seconds = 0.5;
+  EXPECT_EQ(order_cells(cells, 8, 0), (std::vector<size_t>{2, 3, 0, 1}));
+}
+
 JobRecord attempt(JobState state, double start, double end) {
   JobRecord j;
   j.state = state;
@@ -170,12 +263,18 @@ class TempStore {
     s.created_at = 1;
     return store->insert_sweep(s);
   }
-  void cell(int64_t sweep_id, int index, const std::string& arg, JobState state, double secs) {
+  void cell(int64_t sweep_id, int index, const std::string& arg, JobState state, double secs,
+            int gpus = 0) {
     JobRecord j = attempt(state, 100, 100 + secs);
     j.argv = {"train", arg};
+    if (gpus > 0) {
+      j.gpu_type = "H100";
+      j.gpu_count = gpus;
+      j.cell_key = arg + ":" + std::to_string(gpus);
+    }
     j.sweep_id = sweep_id;
     j.cell_index = index;
-    j.cell_key = arg;
+    if (j.cell_key.empty()) j.cell_key = arg;
     store->insert_job(j);
   }
 
@@ -201,8 +300,8 @@ TEST(KnownDurations, FromEarlierSweepsOfTheSameCommandNewestFirst) {
   t.cell(newer, 1, "1", JobState::kCancelled, 1);  // says nothing: the older 4 s stays
   auto known = known_durations(*t.store, tmpl, "local", std::nullopt);
   EXPECT_EQ(known.size(), 2u);
-  EXPECT_EQ(known[(std::vector<std::string>{"train", "0"})], 2.0);
-  EXPECT_EQ(known[(std::vector<std::string>{"train", "1"})], 4.0);
+  EXPECT_EQ((known[{{"train", "0"}, "", 0}]), 2.0);
+  EXPECT_EQ((known[{{"train", "1"}, "", 0}]), 4.0);
 }
 
 TEST(KnownDurations, AResumedSweepUsesItsOwnAttemptsFirst) {
@@ -214,8 +313,21 @@ TEST(KnownDurations, AResumedSweepUsesItsOwnAttemptsFirst) {
   t.cell(later, 0, "0", JobState::kCompleted, 30);
   t.cell(later, 1, "1", JobState::kCompleted, 5);
   auto known = known_durations(*t.store, tmpl, "local", resumed);
-  EXPECT_EQ(known[(std::vector<std::string>{"train", "0"})], 3.0);
-  EXPECT_EQ(known[(std::vector<std::string>{"train", "1"})], 5.0);
+  EXPECT_EQ((known[{{"train", "0"}, "", 0}]), 3.0);
+  EXPECT_EQ((known[{{"train", "1"}, "", 0}]), 5.0);
+}
+
+// The same command on 1 and on 2 GPUs (sweep --gpu H100:{gpus}) runs for different times.
+TEST(KnownDurations, EachGpuCountOfTheSameCommandHasItsOwn) {
+  TempStore t;
+  const std::vector<std::string> tmpl = {"train", "{i}"};
+  int64_t id = t.sweep(tmpl);
+  t.cell(id, 0, "0", JobState::kCompleted, 9, 1);
+  t.cell(id, 1, "0", JobState::kCompleted, 5, 2);
+  auto known = known_durations(*t.store, tmpl, "local", std::nullopt);
+  EXPECT_EQ(known.size(), 2u);
+  EXPECT_EQ((known[{{"train", "0"}, "H100", 1}]), 9.0);
+  EXPECT_EQ((known[{{"train", "0"}, "H100", 2}]), 5.0);
 }
 
 }  // namespace

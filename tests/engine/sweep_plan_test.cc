@@ -39,6 +39,44 @@ TEST(PlanCells, TheJobSeesTheCellNumberPsAndShowGiveIt) {
   EXPECT_EQ(cells[4].env.at("NODUS_SWEEP_REPEAT"), "2");
 }
 
+// sweep --gpu H100:{g}: each cell's job starts from its own value's base, and its key (what
+// --resume matches) holds its own GPUs.
+TEST(PlanCells, EachCellTakesTheGpusItsValueOfTheTemplateGives) {
+  auto grid = sweep::parse_grid({"w=0,2", "g=1,2"});
+  ASSERT_TRUE(grid.ok());
+  auto tmpl = sweep::ArgvTemplate::parse({"train", "--w", "{w}"}, *grid);
+  ASSERT_TRUE(tmpl.ok());
+  auto gpu = sweep::ArgvTemplate::parse({"H100:{g}"}, *grid, "--gpu");
+  ASSERT_TRUE(gpu.ok());
+  EXPECT_EQ(cell_gpu_values(*gpu, *grid, {}), (std::vector<std::string>{"H100:1", "H100:2"}));
+  EXPECT_EQ(cell_gpu_values(*gpu, *grid, {1}), (std::vector<std::string>{"H100:2"}));
+  SweepPlanInput input;
+  input.gpu_template = *gpu;
+  for (int n : {1, 2}) {
+    JobRecord base;
+    base.gpu_type = "H100";
+    base.gpu_count = n;
+    base.rate_per_gpu_hour = 2.5;
+    input.gpu_bases["H100:" + std::to_string(n)] = {base, GpuRequest{"H100", n}};
+  }
+  auto cells = plan_cells(input, *grid, *tmpl);
+  ASSERT_EQ(cells.size(), 4u);
+  std::vector<int> counts;
+  for (const auto& c : cells) counts.push_back(c.job.gpu_count);
+  EXPECT_EQ(counts, (std::vector<int>{1, 2, 1, 2}));  // the last axis varies fastest
+  EXPECT_EQ(cells[1].job.argv, cells[0].job.argv);
+  EXPECT_NE(cells[1].job.cell_key, cells[0].job.cell_key);
+  auto other_env = cells[1].env;
+  EXPECT_EQ(cells[1].job.cell_key,
+            sweep::cell_key({cells[1].job.argv, other_env, GpuRequest{"H100", 2}, std::nullopt,
+                             cells[1].job.timeout_ms}));
+  // A placeholder error names --gpu, not a command argument.
+  auto bad = sweep::ArgvTemplate::parse({"H100:{x}"}, *grid, "--gpu");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().message.find("in --gpu 'H100:{x}'"), std::string::npos)
+      << bad.error().message;
+}
+
 TEST(MarkDone, ACellCompletedUnderTheOldZeroBasedNumberIsNotRunAgain) {
   auto p = planned({"w=0,2"});
   SweepPlanInput input;

@@ -119,6 +119,26 @@ TEST(SweepScheduler, ACellWhoseGpusAreBusyWaitsWithoutHoldingBackOnesThatFit) {
   EXPECT_EQ(fake.started, (std::vector<size_t>{1, 0}));
 }
 
+TEST(SweepScheduler, AfterAClaimOfNGpusFailsNoCellNeedingNOrMoreIsTriedThatPass) {
+  // 8 GPUs of which 7 are busy: cells 0-2 need 2, cell 3 needs 1, cell 4 needs 3 of another
+  // type (free in plenty). One failed claim of 2 is enough to know 2 and 3 fail too.
+  FakeLauncher fake({{2, 1.0, 0}, {2, 1.0, 0}, {4, 1.0, 0}, {1, 1.0, 0}, {0, 1.0, 0}}, 1);
+  SweepScheduler s(std::nullopt, 8);
+  s.add_pending(0, 0.0, {"H100", 2});
+  s.add_pending(1, 0.0, {"H100", 2});
+  s.add_pending(2, 0.0, {"H100", 4});
+  s.add_pending(3, 0.0, {"H100", 1});
+  s.add_pending(4, 0.0, {"A100", 3});  // claims nothing from the fake's pool (gpus 0)
+  EXPECT_TRUE(s.start_what_fits(fake));
+  EXPECT_EQ(fake.busy_answers, 1) << "cells 1 and 2 were tried after cell 0's claim failed";
+  EXPECT_EQ(fake.started, (std::vector<size_t>{3, 4}));
+  EXPECT_EQ(s.pending(), (std::vector<size_t>{0, 1, 2}));
+  fake.free_gpus = 4;  // the next look tries again from the first
+  EXPECT_TRUE(s.start_what_fits(fake));
+  EXPECT_EQ(fake.started, (std::vector<size_t>{3, 4, 0, 1}));
+  EXPECT_EQ(s.pending(), (std::vector<size_t>{2}));
+}
+
 TEST(SweepScheduler, BusyGpusReleaseTheReservation) {
   // $10 budget, $6 worst case: while cell 0 waits for GPUs its $6 must not stay reserved, or
   // cell 1 (CPU-only here) could not start.
