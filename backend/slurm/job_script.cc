@@ -134,11 +134,12 @@ nodus_env=(/usr/bin/env -i "SLURM_CONF=${SLURM_CONF-}" SLURM_TIME_FORMAT=%s LC_A
 // billing counts from), asked of scontrol; "now" is this node's clock while it agrees with
 // slurmctld's (sdiag) within a second, else slurmctld's; from then on relative timers count.
 // The job runs in a PID namespace of its own (unshare, in a user namespace when the job is not
-// root, with its own /proc) under `timeout`, its process 1: process 1 takes only the signals it
-// handles, and SIGSTOP or SIGKILL from inside the namespace not at all. A second `timeout`
-// outside, which nothing in the namespace can address, KILLs process 1, and with it everything
-// in the namespace, 0.5 s after the plan's KILL: for a job that stopped process 1 anyway
-// (ptrace). A run after a requeue is not run: the plan's clock is the job's first run.
+// root, with its own /proc) under `timeout`, its process 1, which sends the plan's TERM:
+// process 1 takes only the signals it handles, and SIGSTOP or SIGKILL from inside the namespace
+// not at all. A second `timeout` outside, which nothing in the namespace can address, KILLs
+// process 1, and with it everything in the namespace, at the plan's KILL (a job that stopped
+// process 1 with ptrace included). A run after a requeue is not run: the plan's clock is the
+// job's first run.
 std::string enforcer(const billing::StopPlan& plan, const std::vector<std::string>& argv) {
   int64_t term_ms = millis(plan.term_after);
   int64_t kill_ms = millis(plan.kill_after);
@@ -163,7 +164,8 @@ fi
 nodus_sec() { printf -v nodus_s '%d.%03d' $(($1 / 1000)) $(($1 % 1000)); }
 # Hands signal $1 on to the enforcer that is the job's parent (found through /proc, below the
 # status writer, outside the job's namespace): it passes TERM, INT, HUP and QUIT on to the job's
-# process group (and KILLs it after the grace); USR1 and USR2 go to that group directly.
+# process group, and the plan's KILL stays where it was; USR1 and USR2 go to that group
+# directly.
 nodus_pass() {
   local p=$nodus_pid c i
   [[ -n $p ]] || return 0
@@ -211,11 +213,22 @@ fi
 [[ -n $nodus_start ]] || nodus_start=$((nodus_now / 1000))
 nodus_left=$((nodus_start * 1000 + nodus_term_ms - nodus_now))
 ((nodus_left > 0)) || nodus_left=1
+# In a namespace, process 1 sends the plan's TERM and the timeout outside it the plan's KILL.
+# Not `timeout -k` inside: a signal handed on to it before its TERM set a second timer for the
+# KILL, and its first timer then sent the KILL at the plan's TERM (coreutils 9.1), which took
+# the job's grace away whenever a stop's TERM came just before the plan's.
 nodus_chain=("$nodus_timeout")
-if ((nodus_after_ms < 1)); then nodus_chain+=(-s KILL); else nodus_sec "$nodus_after_ms" && nodus_chain+=(-s TERM -k "$nodus_s"); fi
+if ((nodus_after_ms < 1)); then
+  nodus_chain+=(-s KILL)
+elif ((nodus_hops)); then
+  nodus_chain+=(-s TERM)
+else
+  nodus_sec "$nodus_after_ms" && nodus_chain+=(-s TERM -k "$nodus_s")
+fi
 nodus_sec "$nodus_left" && nodus_chain+=("$nodus_s")
 if ((nodus_hops)); then
-  nodus_sec $((nodus_left + nodus_after_ms + 500))
+  # A plan without grace KILLs inside at its deadline; this one 0.5 s later is the net.
+  if ((nodus_after_ms < 1)); then nodus_sec $((nodus_left + 500)); else nodus_sec $((nodus_left + nodus_after_ms)); fi
   nodus_chain=("$nodus_timeout" -s KILL "$nodus_s" "$nodus_unshare" "${nodus_ns[@]}" "${nodus_chain[@]}")
 fi
 )SH";

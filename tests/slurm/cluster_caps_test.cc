@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <csignal>
 #include <cstdio>
 
@@ -140,16 +141,13 @@ TEST(SlurmClusterCaps, CostCapTermsGraceEarlyAndKillsAtTheCap) {
   double billed =
       billing::cost_usd(1, job.rate_per_gpu_hour, outcome->ended_at - outcome->started_at);
   EXPECT_LE(billed, *job.max_cost);  // Slurm's own record, within the cap
-  // The TERM's line. It was missing in 2 of about 10 gate runs (2026-12-05), with the job's trap
-  // in place before the TERM ("ready") and the KILL on time; its cause is not found yet. Said
-  // loudly rather than failed, so that the checks of the cap and the bill above keep guarding
-  // while it is looked for.
-  if (std::string log = dir.read(job.log_path); log.find("got TERM") == std::string::npos)
-    std::printf(
-        "\n*** NOT SEEN: the job's TERM trap line is not in its log (the TERM at the "
-        "plan's TERM, from the test and the node's enforcer, left no trace); Slurm's start %.3f, "
-        "TERM due %.3f, KILL due %.3f, Slurm's end %.3f ***\n%s\n",
-        *started, term_at, kill_at, ended->end_time, log.c_str());
+  // The job kept its grace: Slurm's end (whole seconds) is the plan's KILL, not its TERM. Both
+  // the test and the node's enforcer TERM at the same deadline; under `timeout -k` the TERM
+  // handed on a few ms before the enforcer's own made timeout KILL at the TERM, and the trap's
+  // line raced that KILL (missing in 2 of about 10 gate runs, 2026-12-05).
+  EXPECT_GE(ended->end_time, std::floor(kill_at) - 1.0)
+      << "Slurm's start " << *started << ", TERM due " << term_at << ", KILL due " << kill_at;
+  EXPECT_NE(dir.read(job.log_path).find("got TERM"), std::string::npos) << dir.read(job.log_path);
 }
 
 TEST(SlurmClusterStop, TermReachesTheProgramWhichChoosesItsExit) {

@@ -310,6 +310,55 @@ TEST(SlurmJobScript, SignalsToTheScriptReachTheJob) {
   }
 }
 
+// A TERM handed on just before the plan's own TERM (the engine and the node's enforcer TERM at
+// the same deadline; a `nodus stop` near it) keeps the job's grace. Under `timeout -k` it did
+// not: the TERM handed on set a second timer for the KILL, and timeout's first timer then sent
+// the KILL at the plan's TERM (coreutils 9.1: killed early in 10 of 10 runs with the TERM
+// 1-20 ms before the timer; on the dev cluster the capped job ended at its TERM, and its trap's
+// line raced the KILL).
+TEST(SlurmJobScript, ATermJustBeforeThePlansKeepsTheGrace) {
+  nodus::testing::TempDir dir;
+  const std::string out = dir.path() + "/out";
+  JobRecord job = job_with({"bash", "-c",
+                            "trap 'echo got TERM >>" + out + "' TERM; echo ready >" + out +
+                                "; while :; do sleep 0.1; done"});
+  // Outside Slurm the origin is the script's start in whole seconds: the plan's TERM comes 2 to
+  // 3 s after the start, its KILL 3 s later, 5 to 6 s after the start.
+  job.timeout_ms = 3000;
+  job.grace_ms = 3000;
+  char path[] = "/tmp/nodus-slurm-script-XXXXXX";
+  int fd = mkstemp(path);
+  ASSERT_GE(fd, 0);
+  close(fd);
+  std::ofstream(path) << job_script(job, "/tmp", "/tmp/nodus-no-such-output");
+  auto t0 = std::chrono::steady_clock::now();
+  pid_t pid = fork();
+  if (pid == 0) {
+    int null = open("/dev/null", O_WRONLY);
+    dup2(null, 1);
+    execl("/bin/bash", "bash", path, static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  for (int i = 0; i < 200; ++i) {
+    std::ifstream ready(out);
+    std::string text((std::istreambuf_iterator<char>(ready)), std::istreambuf_iterator<char>());
+    if (text.find("ready") != std::string::npos) break;
+    usleep(20'000);
+  }
+  kill(pid, SIGTERM);  // at most about 1 s after the start: before the plan's TERM
+  int status = 0;
+  waitpid(pid, &status, 0);
+  double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  unlink(path);
+  std::ifstream f(out);
+  std::string text((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  // Killed at the plan's KILL, not at its TERM (2 to 3 s): the whole grace after both TERMs.
+  EXPECT_GE(took, 4.5) << text;
+  EXPECT_LT(took, 20.0) << text;
+  EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL) << status;
+  EXPECT_NE(text.find("got TERM"), std::string::npos) << text;
+}
+
 TEST(SlurmJobScript, MissingWorkdirFailsClearlyInsteadOfRunningElsewhere) {
   std::string out =
       run_script(job_script(job_with({"pwd"}), "/nonexistent/dir", "/tmp/nodus-no-such-output"));
