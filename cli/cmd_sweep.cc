@@ -282,6 +282,9 @@ struct Plan {
 struct SweepCommand {
   SweepFlags f;
 
+  // --gpu with placeholders (H100:{gpus}): each cell's GPUs are its value of the template.
+  bool gpu_per_cell() const { return f.run.gpu.find_first_of("{}") != std::string::npos; }
+
   // An error about one value of a --gpu with placeholders, said of the cells that take it:
   // "--gpu H100:{g} is 'H100:8' for some cells: more than this machine has: ...".
   Fatal for_cells_with(const std::string& value, const Fatal& e) const {
@@ -314,9 +317,8 @@ struct SweepCommand {
             p.objective.text());
     }
     p.grid = value_or_throw(sweep::parse_grid(f.params));
-    // --gpu H100:{gpus}: each cell's GPUs are its own value of the template.
     std::optional<sweep::ArgvTemplate> gpu_template;
-    if (f.run.gpu.find_first_of("{}") != std::string::npos)
+    if (gpu_per_cell())
       gpu_template = value_or_throw(sweep::ArgvTemplate::parse({f.run.gpu}, p.grid, "--gpu"));
     std::vector<int> indices;
     if (f.sample > 0) {
@@ -364,7 +366,19 @@ struct SweepCommand {
     billing::Catalog catalog = load_catalog(f.run.prices, f.run.prices_only);
     if (p.request.backend == "local" && any_gpu) p.inventory = local_inventory(catalog);
     const engine::Inventory* inv = p.inventory ? &*p.inventory : nullptr;
-    JobRecord base = engine::build_job(p.request, catalog, inv);
+    // Each --gpu value's job, built once; the first value's is the sweep's base.
+    std::map<std::string, engine::SweepPlanInput::GpuBase> gpu_bases;
+    if (gpu_template) {
+      for (const auto& [value, request] : requests) {
+        try {
+          gpu_bases[value] = {engine::build_job(request, catalog, inv), request.gpu};
+        } catch (const Fatal& e) {
+          throw for_cells_with(value, e);
+        }
+      }
+    }
+    JobRecord base = gpu_template ? gpu_bases.at(requests.front().first).job
+                                  : engine::build_job(p.request, catalog, inv);
 
     p.options = definition_options(f, p.request);
     // Only when set, so that sweeps defined before these flags keep their hash.
@@ -383,19 +397,10 @@ struct SweepCommand {
     // The default --parallel: as many cells as the free GPUs allow, counting the cells that ask
     // for the fewest (the GPU claims hold back the others).
     int parallel = engine::default_parallel(base, inv);
-    if (gpu_template) {
-      in.gpu_template = gpu_template;
-      for (const auto& [value, request] : requests) {
-        JobRecord b;
-        try {
-          b = engine::build_job(request, catalog, inv);
-        } catch (const Fatal& e) {
-          throw for_cells_with(value, e);
-        }
-        parallel = std::max(parallel, engine::default_parallel(b, inv));
-        in.gpu_bases[value] = {std::move(b), request.gpu};
-      }
-    }
+    for (const auto& [value, b] : gpu_bases)
+      parallel = std::max(parallel, engine::default_parallel(b.job, inv));
+    in.gpu_template = gpu_template;
+    in.gpu_bases = std::move(gpu_bases);
     p.cells = engine::plan_cells(in, p.grid, *p.tmpl);
     p.parallel = f.parallel > 0 ? f.parallel : parallel;
     return p;
@@ -440,14 +445,12 @@ struct SweepCommand {
     if (p.budget) share = *p.budget / std::max<size_t>(1, std::min<size_t>(p.parallel, n));
     std::set<std::string> warned;
     for (const auto& c : p.cells) {
-      const std::string gpus = c.job.gpu_type + ":" + std::to_string(c.job.gpu_count);
+      const std::string gpus = gpu_flag_value(c.job);
       if (!warned.insert(gpus).second) continue;
       if (auto warning = engine::plan_warning(billing::plan_stop(c.job, share),
                                               std::chrono::milliseconds(c.job.grace_ms)))
-        std::fprintf(
-            stderr, "nodus: each cell%s: %s\n",
-            f.run.gpu.find('{') == std::string::npos ? "" : (" with --gpu " + gpus).c_str(),
-            warning->c_str());
+        std::fprintf(stderr, "nodus: each cell%s: %s\n",
+                     gpu_per_cell() ? (" with --gpu " + gpus).c_str() : "", warning->c_str());
     }
   }
 
@@ -594,8 +597,7 @@ struct SweepCommand {
     for (const auto& axis : p.grid.axes) cols.push_back({axis.name, axis.name});
     if (f.repeat > 1) cols.push_back({"repeat", "RUN", true});
     // Each cell's own GPUs when --gpu takes a param's value (H100:{gpus}).
-    const bool gpu_per_cell = f.run.gpu.find_first_of("{}") != std::string::npos;
-    if (gpu_per_cell) cols.push_back({"gpu_request", "GPUS"});
+    if (gpu_per_cell()) cols.push_back({"gpu_request", "GPUS"});
     cols.push_back({"command", "COMMAND"});
     Table t(cols);
     const uint64_t grid_cells = sweep::cell_count(p.grid);
@@ -612,9 +614,8 @@ struct SweepCommand {
         text.push_back(std::to_string(slot.repeat + 1));
         raw["repeat"] = slot.repeat + 1;
       }
-      if (gpu_per_cell) {
-        std::string gpus =
-            c.job.gpu_count == 0 ? "none" : c.job.gpu_type + ":" + std::to_string(c.job.gpu_count);
+      if (gpu_per_cell()) {
+        const std::string gpus = gpu_flag_value(c.job);
         text.push_back(gpus);
         raw["gpu_request"] = gpus;
       }

@@ -112,7 +112,7 @@ RunFlags rerun_flags(const JobRecord& job, const Fix& fix, const std::string& me
                   fix.flags());
   RunFlags f;
   f.command = job.argv;
-  f.gpu = job.gpu_count > 0 ? job.gpu_type + ":" + std::to_string(job.gpu_count) : "none";
+  f.gpu = gpu_flag_value(job);
   if (job.max_cost) f.max_cost = exact_text(*job.max_cost);
   if (job.timeout_ms) f.timeout = ms_text(*job.timeout_ms);
   f.grace = ms_text(job.grace_ms);

@@ -169,6 +169,10 @@ void check_loader_reach(const RunFlags& f, const engine::JobRequest& r, const st
   if (!why.empty()) throw Fatal(flag + ": " + why);
 }
 
+std::string gpu_flag_value(const JobRecord& job) {
+  return job.gpu_count > 0 ? job.gpu_type + ":" + std::to_string(job.gpu_count) : "none";
+}
+
 engine::JobRequest to_request(const RunFlags& f) {
   check_config_choices();
   engine::JobRequest r;

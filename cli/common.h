@@ -83,6 +83,8 @@ void add_run_flags(CLI::App* sub, RunFlags& flags, bool sweep = false);
 void set_trailing_command(std::vector<std::string> command);
 std::vector<std::string> job_command();
 engine::JobRequest to_request(const RunFlags& flags);
+// The --gpu value that asks for the job's GPUs: "H100-SXM:2", or "none".
+std::string gpu_flag_value(const JobRecord& job);
 // Runs a job attached, as `nodus run` does (cli/cmd_run.cc); `job_id` gets its id once stored.
 int run_attached(const RunFlags& flags, int64_t* job_id);
 // --loader's knobs reach a DataLoader only through nodus's Python hook: throws Fatal (exit 125),

@@ -326,30 +326,11 @@ TEST(SlurmJobScript, ATermJustBeforeThePlansKeepsTheGrace) {
   // 3 s after the start, its KILL 3 s later, 5 to 6 s after the start.
   job.timeout_ms = 3000;
   job.grace_ms = 3000;
-  char path[] = "/tmp/nodus-slurm-script-XXXXXX";
-  int fd = mkstemp(path);
-  ASSERT_GE(fd, 0);
-  close(fd);
-  std::ofstream(path) << job_script(job, "/tmp", "/tmp/nodus-no-such-output");
   auto t0 = std::chrono::steady_clock::now();
-  pid_t pid = fork();
-  if (pid == 0) {
-    int null = open("/dev/null", O_WRONLY);
-    dup2(null, 1);
-    execl("/bin/bash", "bash", path, static_cast<char*>(nullptr));
-    _exit(127);
-  }
-  for (int i = 0; i < 200; ++i) {
-    std::ifstream ready(out);
-    std::string text((std::istreambuf_iterator<char>(ready)), std::istreambuf_iterator<char>());
-    if (text.find("ready") != std::string::npos) break;
-    usleep(20'000);
-  }
-  kill(pid, SIGTERM);  // at most about 1 s after the start: before the plan's TERM
-  int status = 0;
-  waitpid(pid, &status, 0);
+  // The TERM goes out once the job wrote "ready": at most about 1 s after the start, before the
+  // plan's TERM.
+  int status = script_status(job_script(job, "/tmp", "/tmp/nodus-no-such-output"), SIGTERM, out);
   double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  unlink(path);
   std::ifstream f(out);
   std::string text((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
   // Killed at the plan's KILL, not at its TERM (2 to 3 s): the whole grace after both TERMs.
