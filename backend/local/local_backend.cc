@@ -462,6 +462,11 @@ Result<void> LocalBackend::kill(JobRecord& job) {
   if (!found.ok()) return found.error();
   LocalJob& j = **found;
   if (j.finished) return {};
+  // The kernel's kill first where the container is in the job's cgroup: it ends the job's
+  // processes, and dates the end of its bill, at once. The engine's `kill` starts a client
+  // first, hundreds of ms on a loaded machine with the job running and billed all along (a
+  // cost cap's kill ran 0.5 s past the cap that way); it and `rm` are then cleanup.
+  if (j.engine && j.cgroup.valid()) (void)signal(job, SIGKILL);
   if (j.engine) kill_container(*j.engine, j.container_name, j.env);
   if (j.outcome && (job.gpu_count > 0 || !job.gpu_indices.empty())) {
     // The main process is gone; whatever of its tree still holds a GPU is a leftover.
