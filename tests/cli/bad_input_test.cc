@@ -210,6 +210,10 @@ INSTANTIATE_TEST_SUITE_P(
         Case{sweep({"--gpu", "H100:{g}", "-p", "g=1,4"}),
              {"--gpu H100:{g} is 'H100:4' for some cells: more than this machine has"}},
         Case{run({"--gpu", "H100:{g}"}), {"--gpu", "'H100:{g}'"}},
+        // A --gpu value is shown escaped: no terminal control and no invalid byte reaches the line.
+        Case{run({"--gpu", "H100\x1b[2J"}), {"--gpu", "'H100\\x1b[2J'", "TYPE[:COUNT]"}},
+        Case{run({"--gpu", "H100:\xff"}), {"--gpu", "'H100:\uFFFD'"}},
+        Case{sweep({"--gpu", "H100:{g}\n", "-p", "g=1"}), {"'H100:1\\n'", "TYPE[:COUNT]"}},
         Case{sweep({"--gpu", "H100", "-p", "a=1", "--budget", "lots"}), {"'lots'"}},
         Case{sweep({}), {"--param"}}, Case{sweep({"-p", "=1,2"}), {"=1,2"}},
         Case{sweep({"-p", "a=1", "--format", "yaml"}), {"'yaml'"}},
