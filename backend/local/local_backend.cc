@@ -417,16 +417,27 @@ Result<void> LocalBackend::signal(JobRecord& job, int sig) {
   LocalJob& j = **found;
   std::lock_guard lock(j.signal_mu);
   if (j.finished) return {};
+  // Told first, so that the sentinel's own TERM (kSentinelTermLag after the deadline) does not
+  // double this one while this one is on its way.
+  if (sig == SIGTERM) (void)tell_sentinel_term_sent(j.sentinel);
   int reached = 0;
-  if (j.cgroup.valid())
-    reached += sig == SIGKILL ? cgroup_kill_path(j.cgroup.path()) : j.cgroup.signal(sig);
-  reached += signal_tree(j.pid, sig);
+  if (sig != SIGKILL && j.engine) {
+    // The engine's client hands it on to the container's main process, as `docker stop` does.
+    // Not the tree as well: the container's processes are in it (conmon is reparented to this
+    // subreaper), and the main process would have the signal twice.
+    reached = ::kill(j.pid, sig) == 0 ? 1 : 0;
+  } else {
+    if (j.cgroup.valid())
+      reached += sig == SIGKILL ? cgroup_kill_path(j.cgroup.path()) : j.cgroup.signal(sig);
+    // Any other signal reaches each process once: where the cgroup's processes had it (every
+    // process of a job outside a container), the tree does not get it again.
+    if (sig == SIGKILL || reached == 0) reached += signal_tree(j.pid, sig);
+  }
   // The moment the tree was dead is the end of what it ran (and of its bill): the cgroup says
   // when it is empty, within milliseconds of cgroup.kill.
   if (sig == SIGKILL && j.cgroup.valid() && j.own_kill_done.load() == 0 &&
       cgroup_wait_empty_path(j.cgroup.path(), kKillDoneWait))
     j.own_kill_done = unix_now();
-  if (sig == SIGTERM) (void)tell_sentinel_term_sent(j.sentinel);
   if (reached == 0 && !process_gone(j.pid))
     return Error::retryable("signal " + std::to_string(sig) + " reached no process of job " +
                             std::to_string(j.pid));

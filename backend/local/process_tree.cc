@@ -114,9 +114,16 @@ std::vector<ProcStat> job_tree(pid_t main_pid) {
 
 int signal_tree(pid_t main_pid, int sig) {
   int count = 0;
-  ::kill(-main_pid, sig);
-  for (const ProcStat& p : job_tree(main_pid))
-    if (!p.zombie() && ::kill(p.pid, sig) == 0) ++count;
+  const bool group = ::kill(-main_pid, sig) == 0;
+  // Once each: what the group's signal reached is not signalled again (a job's TERM handler
+  // would run twice, the second time in the middle of what the first started: its checkpoint).
+  for (const ProcStat& p : job_tree(main_pid)) {
+    if (p.zombie()) continue;
+    if (group && p.pgrp == main_pid)
+      ++count;
+    else if (::kill(p.pid, sig) == 0)
+      ++count;
+  }
   return count;
 }
 

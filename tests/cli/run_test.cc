@@ -54,6 +54,28 @@ TEST(Run, TimeoutEscalatesToSigkillAfterGrace) {
   EXPECT_LT(wall, 1.2);
 }
 
+// The stop's TERM reaches each process of the job once: the main process, a child in its process
+// group and one that left it (setsid). Before, a job with a cgroup had it from the cgroup and
+// again from the tree (and a member of the process group twice from the tree alone), 10-20 ms
+// apart: a TERM handler ran twice, the second time inside what the first had started.
+TEST(Run, EachProcessOfTheJobGetsTheStopsTermOnce) {
+  NodusHome home;
+  const std::string terms = home.file("terms");
+  // Each shell writes its pid on every TERM and ends 1 s after its first.
+  const std::string proc = home.file("proc.sh");
+  write_file(proc, "n=0; k=0; trap 'n=$((n+1)); echo $$ >> " + terms +
+                       "' TERM\nwhile [ $n -eq 0 ] || [ $k -lt 10 ]; do sleep 0.1; "
+                       "[ $n -gt 0 ] && k=$((k+1)); done\n");
+  auto r = home.run({"run", "--timeout", "1s", "--grace", "5s", "--", "sh", "-c",
+                     "sh " + proc + " & setsid sh " + proc + " & . " + proc + "; wait"});
+  EXPECT_EQ(r.code, 124) << r.err;
+  std::istringstream lines(read_file(terms));
+  std::map<std::string, int> per_pid;
+  for (std::string pid; std::getline(lines, pid);) ++per_pid[pid];
+  EXPECT_EQ(per_pid.size(), 3u) << read_file(terms);
+  for (const auto& [pid, n] : per_pid) EXPECT_EQ(n, 1) << "process " << pid << " got " << n;
+}
+
 TEST(Run, CostCapStopsAtTheCapAndNeverBillsMore) {
   NodusHome home;
   std::string prices = write_test_prices(home);

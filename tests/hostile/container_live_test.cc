@@ -188,6 +188,24 @@ TEST(LiveContainer, ExitCodeAndOutputPassThrough) {
   clean_up(marker, marker);
 }
 
+// A stop's TERM reaches the container's main process once, through the engine, as `docker stop`
+// does. Before, it came from the engine's client and again from the tree (the container's
+// processes are in it: conmon is reparented to nodus), and a TERM handler ran twice.
+TEST(LiveContainer, TheStopsTermReachesTheMainProcessOnce) {
+  REQUIRE_PODMAN();
+  NodusHome home;
+  const std::string marker = unique_marker("31010");
+  auto r = home.run({"run", "--timeout", "2s", "--grace", "8s", "--image", kImage, "--", "sh", "-c",
+                     "n=0; k=0; trap 'n=$((n+1)); echo term-" + marker +
+                         "-$n' TERM; while [ $n -eq 0 ] || [ $k -lt 10 ]; do sleep 0.1; "
+                         "[ $n -gt 0 ] && k=$((k+1)); done"});
+  EXPECT_EQ(r.code, 124) << r.err;
+  EXPECT_NE(r.out.find("term-" + marker + "-1"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("term-" + marker + "-2"), std::string::npos) << r.out;
+  EXPECT_TRUE(containers_after(marker, 5s).empty()) << containers_with(marker);
+  clean_up(marker, marker);
+}
+
 TEST(LiveContainer, TheContainersProcessesAreInTheJobsCgroup) {
   REQUIRE_PODMAN();
   if (!cgroups_available()) GTEST_SKIP() << "SKIPPED LOUDLY: no cgroup for local jobs here";
