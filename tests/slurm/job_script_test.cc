@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cmath>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
@@ -18,6 +19,7 @@
 #include <tuple>
 
 #include "billing/catalog.h"
+#include "core/job.h"
 #include "fake_http.h"
 #include "telemetry/pyhook.h"
 #include "temp_dir.h"
@@ -53,7 +55,10 @@ std::string run_script(const std::string& script, const std::string& prefix = ""
 
 // Runs `script` with bash as a child of this process (no shell between) and returns its wait
 // status; `signal` is sent to bash once its job wrote "ready" to `ready_file`.
-int script_status(const std::string& script, int signal = 0, const std::string& ready_file = "") {
+// Runs the script with bash; with `signal`, sends it once `ready_file` holds "ready" or, with
+// `signal_at` (unix seconds), at that moment.
+int script_status(const std::string& script, int signal = 0, const std::string& ready_file = "",
+                  double signal_at = 0) {
   char path[] = "/tmp/nodus-slurm-script-XXXXXX";
   int fd = mkstemp(path);
   EXPECT_GE(fd, 0);
@@ -66,7 +71,11 @@ int script_status(const std::string& script, int signal = 0, const std::string& 
     execl("/bin/bash", "bash", path, static_cast<char*>(nullptr));
     _exit(127);
   }
-  if (signal != 0) {
+  if (signal != 0 && signal_at > 0) {
+    const double wait = signal_at - nodus::unix_now();
+    if (wait > 0) usleep(static_cast<useconds_t>(wait * 1e6));
+    kill(pid, signal);
+  } else if (signal != 0) {
     for (int i = 0; i < 100; ++i) {
       std::ifstream ready(ready_file);
       std::string text((std::istreambuf_iterator<char>(ready)), std::istreambuf_iterator<char>());
@@ -338,6 +347,35 @@ TEST(SlurmJobScript, ATermJustBeforeThePlansKeepsTheGrace) {
   EXPECT_LT(took, 20.0) << text;
   EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL) << status;
   EXPECT_NE(text.find("got TERM"), std::string::npos) << text;
+}
+
+// A TERM that comes just before the plan's (nodus's own, sent at the same deadline from another
+// clock: Slurm delivers it a little early or late) is not handed on: the plan's TERM reaches the
+// job once. Before, the TERM handed on reached it, and the plan's came again at the deadline
+// (timeout(1) ignores a TERM after it has sent one, but its own timer still fires).
+TEST(SlurmJobScript, ATermJustBeforeThePlansIsNotASecondOne) {
+  nodus::testing::TempDir dir;
+  const std::string out = dir.path() + "/out";
+  JobRecord job = job_with(
+      {"bash", "-c",
+       "n=0; trap 'n=$((n+1)); echo got TERM $n >>" + out + "' TERM; while :; do sleep 0.1; done"});
+  job.timeout_ms = 2000;
+  job.grace_ms = 2000;
+  // Outside Slurm the origin is the script's start in whole seconds: started early in a second,
+  // the plan's TERM is at that second + 2 s, and the TERM goes out 250 ms before it.
+  double now = nodus::unix_now();
+  while (now - std::floor(now) < 0.05 || now - std::floor(now) > 0.4) {
+    usleep(20'000);
+    now = nodus::unix_now();
+  }
+  const double term_at = std::floor(now) + 2.0;
+  int status = script_status(job_script(job, "/tmp", "/tmp/nodus-no-such-output"), SIGTERM, "",
+                             term_at - 0.25);
+  std::ifstream f(out);
+  std::string text((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL) << status;
+  EXPECT_NE(text.find("got TERM 1"), std::string::npos) << text;
+  EXPECT_EQ(text.find("got TERM 2"), std::string::npos) << text;
 }
 
 TEST(SlurmJobScript, MissingWorkdirFailsClearlyInsteadOfRunningElsewhere) {
