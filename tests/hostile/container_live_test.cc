@@ -255,26 +255,36 @@ TEST(LiveContainer, ADaemonForkedInTheContainerDoesNotOutliveTheJob) {
   clean_up(marker, m.word);
 }
 
-TEST(LiveContainer, CostCapStopsTheContainerWithinTheCap) {
-  REQUIRE_PODMAN();
-  if (!fake_gpus().empty()) GTEST_SKIP() << "SKIPPED LOUDLY: no fake GPUs: " << fake_gpus();
-  NodusHome home;
-  const std::string prices = write_test_prices(home);  // TEST: $1 a second
-  const std::string marker = unique_marker("31004");
+// A $3 cap at $1 a second (TEST:4, fake GPUs) on a container whose tree ignores TERM, with `env`
+// on top: exit 122, no process or container of it left, the bill within the cap. The job's
+// record.
+nlohmann::json run_capped_container(const NodusHome& home, const std::string& code,
+                                    std::map<std::string, std::string> env) {
+  env["NODUS_LOCAL_GPUS"] = "TEST:4";
+  env["NODUS_PRICES"] = write_test_prices(home);  // TEST: $1 a second
+  const std::string marker = unique_marker(code);
   const Spelled m = spell(marker);
   auto r = home.run({"run", "--gpu", kTestGpu, "--max-cost", "3", "--grace", "500ms", "--image",
                      kImage, "--", "sh", "-c",
                      m.set + "ls /dev/nodus-test-gpu0 || exit 9; trap '' TERM; sleep 1" + m.word +
                          " & sleep 2" + m.word + "; wait"},
-                    {{"NODUS_LOCAL_GPUS", "TEST:4"}, {"NODUS_PRICES", prices}});
+                    env);
   EXPECT_EQ(r.code, 122) << r.err;
   auto left = survivors_after(marker, 2s);
   EXPECT_TRUE(left.empty()) << left.size() << " processes outlived the cap";
   EXPECT_TRUE(containers_after(m.word, 5s).empty()) << containers_with(m.word);
   auto job = show_json(home, "1");
   EXPECT_TRUE(billed_within_cap(job, 3.0, 1.0));
-  EXPECT_GT(job["cost_usd"].get<double>(), 1.0) << job.dump();
   clean_up(marker, m.word);
+  return job;
+}
+
+TEST(LiveContainer, CostCapStopsTheContainerWithinTheCap) {
+  REQUIRE_PODMAN();
+  if (!fake_gpus().empty()) GTEST_SKIP() << "SKIPPED LOUDLY: no fake GPUs: " << fake_gpus();
+  NodusHome home;
+  auto job = run_capped_container(home, "31004", {});
+  EXPECT_GT(job["cost_usd"].get<double>(), 1.0) << job.dump();
 }
 
 // The cap's kill does not wait for the engine's client: a `podman kill` that takes 3 s to start
@@ -285,30 +295,16 @@ TEST(LiveContainer, ASlowEngineKillDoesNotKeepTheJobRunningPastTheCap) {
   REQUIRE_PODMAN();
   if (!fake_gpus().empty()) GTEST_SKIP() << "SKIPPED LOUDLY: no fake GPUs: " << fake_gpus();
   NodusHome home;
-  const std::string prices = write_test_prices(home);  // TEST: $1 a second
   const std::string bin = home.file("slow-kill-bin");
   ::mkdir(bin.c_str(), 0700);
   const std::string podman = shell("command -v podman").out;
   write_file(bin + "/podman", "#!/bin/sh\nif [ \"$1\" = kill ]; then sleep 3; fi\nexec " +
                                   podman.substr(0, podman.find('\n')) + " \"$@\"\n");
   ::chmod((bin + "/podman").c_str(), 0755);
-  const std::string marker = unique_marker("31009");
-  const Spelled m = spell(marker);
-  auto r = home.run(
-      {"run", "--gpu", kTestGpu, "--max-cost", "3", "--grace", "500ms", "--image", kImage, "--",
-       "sh", "-c", m.set + "trap '' TERM; sleep 1" + m.word + " & sleep 2" + m.word + "; wait"},
-      {{"NODUS_LOCAL_GPUS", "TEST:4"},
-       {"NODUS_PRICES", prices},
-       {"PATH", bin + ":" + std::string(std::getenv("PATH"))}});
-  EXPECT_EQ(r.code, 122) << r.err;
-  auto left = survivors_after(marker, 2s);
-  EXPECT_TRUE(left.empty()) << left.size() << " processes outlived the cap";
-  EXPECT_TRUE(containers_after(m.word, 5s).empty()) << containers_with(m.word);
-  auto job = show_json(home, "1");
-  EXPECT_TRUE(billed_within_cap(job, 3.0, 1.0));
+  auto job =
+      run_capped_container(home, "31009", {{"PATH", bin + ":" + std::string(std::getenv("PATH"))}});
   std::printf("cap $3 at $1 a second, podman kill 3 s late: billed $%.3f\n",
               job.value("cost_usd", -1.0));
-  clean_up(marker, m.word);
 }
 
 TEST(LiveContainer, SigkillOfNodusStillEndsTheContainer) {
