@@ -70,10 +70,12 @@ class Enforcer {
       : spec_(spec), needle_(std::string(local::kTreeTokenEnv) + "=" + spec.tree_token) {}
 
   void term() {
-    if (!spec_.cgroup.empty()) {
-      local::cgroup_signal_path(spec_.cgroup, SIGTERM);
-    } else {
+    if (spec_.cgroup.empty()) {
       for (pid_t pid : members()) ::kill(pid, SIGTERM);
+    } else if (local::cgroup_signal_path(spec_.cgroup, SIGTERM) == 0 && main_is_the_jobs()) {
+      // A container's processes are in cgroups below the job's: its main process has the TERM
+      // from the engine's client, the job's main process here, as the supervisor sends it.
+      ::kill(spec_.job_pid, SIGTERM);
     }
   }
 
@@ -113,6 +115,15 @@ class Enforcer {
         out.push_back(p.pid);
     }
     return out;
+  }
+
+  // The job's main process is still the one it was told of (a session leader: its pid was not
+  // given to another process), and not yet reaped.
+  bool main_is_the_jobs() const {
+    if (spec_.job_pid <= 0) return false;
+    auto text = read_small_file("/proc/" + std::to_string(spec_.job_pid) + "/stat");
+    auto stat = text ? parse_proc_stat(*text) : std::nullopt;
+    return stat && stat->session == spec_.job_pid && !stat->zombie();
   }
 
   SentinelSpec spec_;

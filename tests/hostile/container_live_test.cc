@@ -206,6 +206,34 @@ TEST(LiveContainer, TheStopsTermReachesTheMainProcessOnce) {
   clean_up(marker, marker);
 }
 
+// With the supervisor stopped, the sentinel's TERM at the deadline still reaches the container's
+// main process (through the engine's client, as the supervisor's does), before the sentinel
+// kills the job for the stopped supervisor. Before, the sentinel signalled the job's cgroup
+// alone, which holds none of a container's processes itself (they are in cgroups below it), and
+// the job had no TERM at all.
+TEST(LiveContainer, TheSentinelsTermReachesTheContainerWithTheSupervisorStopped) {
+  REQUIRE_PODMAN();
+  NodusHome home;
+  const std::string marker = unique_marker("31011");
+  const Spelled m = spell(marker);
+  const std::string terms = home.file("terms");
+  pid_t nodus = home.start({"run", "--timeout", "2s", "--grace", "8s", "-w", home.path(), "--image",
+                            kImage, "--", "sh", "-c",
+                            m.set + "trap 'echo term >> " + terms + "' TERM; sleep 1" + m.word +
+                                " & sleep 2" + m.word + " & wait; wait"});
+  ASSERT_TRUE(wait_for_processes(marker, 2, 20s)) << "the container never started";
+  ASSERT_EQ(::kill(nodus, SIGSTOP), 0);
+  auto left = survivors_after(marker, 8s);  // the sentinel kills 2 s after the stop
+  EXPECT_TRUE(left.empty()) << left.size() << " processes outlived the stopped supervisor";
+  ::kill(nodus, SIGCONT);
+  EXPECT_GE(wait_exit(nodus, 20s), 0);
+  EXPECT_EQ(read_file(terms), "term\n") << "one TERM from the sentinel";
+  auto job = show_json(home, "1");
+  EXPECT_NE(job.value("note", "").find("was stopped"), std::string::npos) << job.dump();
+  EXPECT_TRUE(containers_after(m.word, 5s).empty()) << containers_with(m.word);
+  clean_up(marker, m.word);
+}
+
 TEST(LiveContainer, TheContainersProcessesAreInTheJobsCgroup) {
   REQUIRE_PODMAN();
   if (!cgroups_available()) GTEST_SKIP() << "SKIPPED LOUDLY: no cgroup for local jobs here";
