@@ -6,9 +6,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <mutex>
 #include <sstream>
 
@@ -187,12 +189,33 @@ CgroupUsage JobCgroup::usage() const {
   return u;
 }
 
+namespace {
+
+// `path` and the cgroups below it, deepest first.
+std::vector<std::string> cgroup_and_below(const std::string& path) {
+  std::vector<std::string> dirs;
+  std::error_code ec;
+  for (auto it = std::filesystem::recursive_directory_iterator(path, ec);
+       !ec && it != std::filesystem::recursive_directory_iterator(); it.increment(ec))
+    if (it->is_directory(ec) && !it->is_symlink(ec)) dirs.push_back(it->path().string());
+  std::sort(dirs.begin(), dirs.end(), [](const std::string& a, const std::string& b) {
+    return std::count(a.begin(), a.end(), '/') > std::count(b.begin(), b.end(), '/');
+  });
+  dirs.push_back(path);
+  return dirs;
+}
+
+}  // namespace
+
 Result<void> JobCgroup::remove() {
   if (path_.empty()) return {};
   if (procs_fd_ >= 0) ::close(procs_fd_);
   procs_fd_ = -1;
-  if (::rmdir(path_.c_str()) != 0 && errno != ENOENT)
-    return Error::retryable("rmdir " + path_ + ": " + std::strerror(errno));
+  // The cgroups a job made below its own go first (a job run as root may make them): empty
+  // once the job's are, as cgroup.kill reaches them too.
+  for (const std::string& dir : cgroup_and_below(path_))
+    if (::rmdir(dir.c_str()) != 0 && errno != ENOENT && dir == path_)
+      return Error::retryable("rmdir " + path_ + ": " + std::strerror(errno));
   path_.clear();
   return {};
 }
@@ -243,11 +266,13 @@ bool cgroup_wait_empty_path(const std::string& path, std::chrono::milliseconds l
 }
 
 int cgroup_signal_path(const std::string& path, int sig) {
-  auto text = read_small_file(path + "/cgroup.procs");
   int count = 0;
-  if (!text) return 0;
-  for (pid_t p : parse_pids(*text))
-    if (::kill(p, sig) == 0) ++count;
+  for (const std::string& dir : cgroup_and_below(path)) {
+    auto text = read_small_file(dir + "/cgroup.procs");
+    if (!text) continue;
+    for (pid_t p : parse_pids(*text))
+      if (::kill(p, sig) == 0) ++count;
+  }
   return count;
 }
 

@@ -90,6 +90,7 @@ std::string cgroup_from_note(const std::string& note);  // "" when it names none
 bool cgroup_kill_path(const std::string& path);
 bool cgroup_populated_path(const std::string& path);
 bool cgroup_wait_empty_path(const std::string& path, std::chrono::milliseconds limit);
+// Signals every process of the cgroup and of the cgroups below it; how many it reached.
 int cgroup_signal_path(const std::string& path, int sig);
 
 }  // namespace nodus::backend::local

@@ -252,7 +252,7 @@ Result<void> LocalBackend::submit(JobRecord& job, const LaunchSpec& spec) {
     auto end = create_new_file(end_time_path(spec.log_path), 0600);
     if (end.ok()) end_fd = *end;
   }
-  j->sentinel = start_sentinel({0, token, j->cgroup.path(), end_fd});
+  j->sentinel = start_sentinel({0, token, j->cgroup.path(), end_fd, j->engine.has_value()});
   if (end_fd >= 0) ::close(end_fd);
   timing::step("sentinel started");
   j->end_path = spec.log_path.empty() ? "" : end_time_path(spec.log_path);

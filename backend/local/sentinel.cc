@@ -69,13 +69,15 @@ class Enforcer {
   explicit Enforcer(const SentinelSpec& spec)
       : spec_(spec), needle_(std::string(local::kTreeTokenEnv) + "=" + spec.tree_token) {}
 
+  // Once to each process, as the supervisor sends it (LocalBackend::signal): a container's main
+  // process has it from the engine's client, the job's main process here.
   void term() {
-    if (spec_.cgroup.empty()) {
+    if (spec_.container) {
+      if (main_is_the_jobs()) ::kill(spec_.job_pid, SIGTERM);
+    } else if (!spec_.cgroup.empty()) {
+      local::cgroup_signal_path(spec_.cgroup, SIGTERM);
+    } else {
       for (pid_t pid : members()) ::kill(pid, SIGTERM);
-    } else if (local::cgroup_signal_path(spec_.cgroup, SIGTERM) == 0 && main_is_the_jobs()) {
-      // A container's processes are in cgroups below the job's: its main process has the TERM
-      // from the engine's client, the job's main process here, as the supervisor sends it.
-      ::kill(spec_.job_pid, SIGTERM);
     }
   }
 

@@ -47,6 +47,7 @@ struct SentinelSpec {
   std::string cgroup;      // the job's cgroup folder, "" when it has none
   int end_fd = -1;         // end_time_path's file (core/job.h): when the sentinel killed the
                            // tree; the caller keeps and closes its own copy
+  bool container = false;  // the job's main process is a container engine's client
 };
 
 // Forks the sentinel. Call from the thread that submits jobs, before the supervisor starts other

@@ -3,7 +3,9 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
+#include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -66,14 +68,34 @@ TEST(Run, EachProcessOfTheJobGetsTheStopsTermOnce) {
   write_file(proc, "n=0; k=0; trap 'n=$((n+1)); echo $$ >> " + terms +
                        "' TERM\nwhile [ $n -eq 0 ] || [ $k -lt 10 ]; do sleep 0.1; "
                        "[ $n -gt 0 ] && k=$((k+1)); done\n");
-  auto r = home.run({"run", "--timeout", "1s", "--grace", "5s", "--", "sh", "-c",
-                     "sh " + proc + " & setsid sh " + proc + " & . " + proc + "; wait"});
+  // A fourth moves itself into a cgroup of its own below the job's, as a job run as root may.
+  const std::string moved = home.file("moved");
+  const std::string move = home.file("move.sh");
+  write_file(move,
+             "c=$(sed -n 's/^0:://p' /proc/self/cgroup)\n"
+             "for m in /sys/fs/cgroup/unified /sys/fs/cgroup; do\n"
+             "  [ -f \"$m$c/cgroup.procs\" ] || continue\n"
+             "  mkdir \"$m$c/sub\" && echo $$ > \"$m$c/sub/cgroup.procs\" && echo \"$m$c\" > " +
+                 moved + "\n  break\ndone 2>/dev/null\n. " + proc + "\n");
+  auto r = home.run(
+      {"run", "--timeout", "1s", "--grace", "5s", "--", "sh", "-c",
+       "sh " + proc + " & setsid sh " + proc + " & sh " + move + " & . " + proc + "; wait"});
   EXPECT_EQ(r.code, 124) << r.err;
   std::istringstream lines(read_file(terms));
   std::map<std::string, int> per_pid;
   for (std::string pid; std::getline(lines, pid);) ++per_pid[pid];
-  EXPECT_EQ(per_pid.size(), 3u) << read_file(terms);
+  EXPECT_EQ(per_pid.size(), 4u) << read_file(terms);
   for (const auto& [pid, n] : per_pid) EXPECT_EQ(n, 1) << "process " << pid << " got " << n;
+  // The cgroup below the job's went with the job's own.
+  auto j = show_json(home, "1");
+  const std::string note = j.value("note", "");
+  if (note.find("contained by cgroup") != std::string::npos && ::geteuid() == 0) {
+    std::string cgroup = read_file(moved);
+    ASSERT_FALSE(cgroup.empty()) << "the fourth shell did not move: " << note;
+    cgroup.pop_back();
+    EXPECT_FALSE(std::filesystem::exists(cgroup)) << cgroup;
+  }
+  EXPECT_EQ(note.find("rmdir"), std::string::npos) << note;
 }
 
 TEST(Run, CostCapStopsAtTheCapAndNeverBillsMore) {
