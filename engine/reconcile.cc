@@ -40,7 +40,8 @@ void remove_container_cgroups(const JobRecord& job, const std::string& cgroup) {
 
 void remove_cgroup(const JobRecord& job, const std::string& cgroup) {
   remove_container_cgroups(job, cgroup);
-  ::rmdir(cgroup.c_str());  // fails harmlessly if a process joined meanwhile
+  // With any the job made below it; fails harmlessly if a process joined meanwhile.
+  (void)backend::local::cgroup_remove_path(cgroup);
 }
 
 // cgroup.kill, waiting until it is empty, then removes it. False when processes were still

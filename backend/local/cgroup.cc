@@ -211,11 +211,8 @@ Result<void> JobCgroup::remove() {
   if (path_.empty()) return {};
   if (procs_fd_ >= 0) ::close(procs_fd_);
   procs_fd_ = -1;
-  // The cgroups a job made below its own go first (a job run as root may make them): empty
-  // once the job's are, as cgroup.kill reaches them too.
-  for (const std::string& dir : cgroup_and_below(path_))
-    if (::rmdir(dir.c_str()) != 0 && errno != ENOENT && dir == path_)
-      return Error::retryable("rmdir " + path_ + ": " + std::strerror(errno));
+  if (int e = cgroup_remove_path(path_); e != 0)
+    return Error::retryable("rmdir " + path_ + ": " + std::strerror(e));
   path_.clear();
   return {};
 }
@@ -263,6 +260,14 @@ bool cgroup_wait_empty_path(const std::string& path, std::chrono::milliseconds l
   }
   if (fd >= 0) ::close(fd);
   return empty;
+}
+
+int cgroup_remove_path(const std::string& path) {
+  // The cgroups a job made below its own go first (a job run as root may make them): empty
+  // once the job's are, as cgroup.kill reaches them too.
+  for (const std::string& dir : cgroup_and_below(path))
+    if (::rmdir(dir.c_str()) != 0 && errno != ENOENT && dir == path) return errno;
+  return 0;
 }
 
 int cgroup_signal_path(const std::string& path, int sig) {

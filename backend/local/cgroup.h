@@ -90,6 +90,9 @@ std::string cgroup_from_note(const std::string& note);  // "" when it names none
 bool cgroup_kill_path(const std::string& path);
 bool cgroup_populated_path(const std::string& path);
 bool cgroup_wait_empty_path(const std::string& path, std::chrono::milliseconds limit);
+// Removes the cgroup and the (empty) cgroups below it, deepest first: 0, or the errno of the
+// cgroup's own rmdir.
+int cgroup_remove_path(const std::string& path);
 // Signals every process of the cgroup and of the cgroups below it; how many it reached.
 int cgroup_signal_path(const std::string& path, int sig);
 
