@@ -22,11 +22,16 @@ TEST(OrphanCgroup, KillingSupervisorAndSentinelTogetherThenPsLeavesNothing) {
                                                {"NODUS_PRICES", prices}};
   const std::string marker = unique_marker("77791");
   // The job ignores SIGTERM and re-spawns a child of its own: only a kill of the tree ends it.
+  // It also makes a cgroup below its own (run as root it may), which must go with it.
   auto r = home.run({"run", "-d", "--gpu", kTestGpu, "--max-cost", "20", "--", "bash", "-c",
-                     "trap '' TERM; while :; do sleep " + marker + " & wait; done"},
+                     "c=$(sed -n 's/^0:://p' /proc/self/cgroup); for m in /sys/fs/cgroup/unified "
+                     "/sys/fs/cgroup; do [ -f $m$c/cgroup.procs ] && { mkdir $m$c/sub; break; }; "
+                     "done; trap '' TERM; while :; do sleep " +
+                         marker + " & wait; done"},
                     env);
   ASSERT_EQ(r.code, 0) << r.err;
-  ASSERT_TRUE(wait_for_processes(marker, 1, 10s)) << "the job never started";
+  // The shell and its sleep: the job is past its start (and made its cgroup below).
+  ASSERT_TRUE(wait_for_processes(marker, 2, 10s)) << "the job never started";
   // Read while the supervisor lives: any nodus command that lists jobs (show too) reconciles.
   std::string cgroup = job_cgroup(show_json(home, "1"));
   for (int i = 0; i < 100 && cgroup.empty(); ++i) {  // the row is written just after the launch
@@ -34,6 +39,9 @@ TEST(OrphanCgroup, KillingSupervisorAndSentinelTogetherThenPsLeavesNothing) {
     cgroup = job_cgroup(show_json(home, "1"));
   }
   ASSERT_FALSE(cgroup.empty());
+  if (::geteuid() == 0) {
+    EXPECT_EQ(::access((cgroup + "/sub").c_str(), F_OK), 0) << "the job made no cgroup below";
+  }
   const pid_t supervisor = supervise_process(home);
   pid_t sentinel = sentinel_process(home);
   for (int i = 0; i < 500 && sentinel < 0; ++i) {  // named once it runs (prctl after fork)
