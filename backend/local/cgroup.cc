@@ -189,9 +189,6 @@ CgroupUsage JobCgroup::usage() const {
   return u;
 }
 
-namespace {
-
-// `path` and the cgroups below it, deepest first.
 std::vector<std::string> cgroup_and_below(const std::string& path) {
   std::vector<std::string> dirs;
   std::error_code ec;
@@ -204,8 +201,6 @@ std::vector<std::string> cgroup_and_below(const std::string& path) {
   dirs.push_back(path);
   return dirs;
 }
-
-}  // namespace
 
 Result<void> JobCgroup::remove() {
   if (path_.empty()) return {};

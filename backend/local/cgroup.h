@@ -90,6 +90,8 @@ std::string cgroup_from_note(const std::string& note);  // "" when it names none
 bool cgroup_kill_path(const std::string& path);
 bool cgroup_populated_path(const std::string& path);
 bool cgroup_wait_empty_path(const std::string& path, std::chrono::milliseconds limit);
+// `path` and the cgroup folders below it, deepest first (`path` last).
+std::vector<std::string> cgroup_and_below(const std::string& path);
 // Removes the cgroup and the (empty) cgroups below it, deepest first: 0, or the errno of the
 // cgroup's own rmdir.
 int cgroup_remove_path(const std::string& path);

@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <tuple>
 
+#include "backend/local/cgroup.h"
 #include "backend/local/launch.h"
 #include "backend/local/run_capture.h"
 #include "core/proc.h"
@@ -212,16 +213,10 @@ void remove_container_cgroups(const std::string& cgroup_parent) {
     const std::string top = mount_point + cgroup_parent;
     std::error_code ec;
     if (!std::filesystem::is_directory(top, ec)) continue;
-    std::vector<std::string> dirs;
-    for (auto it = std::filesystem::recursive_directory_iterator(top, ec);
-         !ec && it != std::filesystem::recursive_directory_iterator(); it.increment(ec)) {
-      if (it->is_directory(ec) && !it->is_symlink(ec)) dirs.push_back(it->path().string());
-    }
-    std::sort(dirs.begin(), dirs.end(), [](const std::string& a, const std::string& b) {
-      return std::count(a.begin(), a.end(), '/') > std::count(b.begin(), b.end(), '/');
-    });
+    std::vector<std::string> dirs = cgroup_and_below(top);
+    // The cgroup2 top is the job's own cgroup, which goes with the job (JobCgroup::remove).
+    if (type != "cgroup") dirs.pop_back();
     for (const auto& d : dirs) remove_when_left(d, until);
-    if (type == "cgroup") remove_when_left(top, until);
   }
 }
 

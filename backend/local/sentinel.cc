@@ -123,8 +123,7 @@ class Enforcer {
   // given to another process), and not yet reaped.
   bool main_is_the_jobs() const {
     if (spec_.job_pid <= 0) return false;
-    auto text = read_small_file("/proc/" + std::to_string(spec_.job_pid) + "/stat");
-    auto stat = text ? parse_proc_stat(*text) : std::nullopt;
+    auto stat = read_proc_stat(spec_.job_pid);
     return stat && stat->session == spec_.job_pid && !stat->zombie();
   }
 

@@ -162,6 +162,13 @@ else
   nodus_hops=0
 fi
 nodus_sec() { printf -v nodus_s '%d.%03d' $(($1 / 1000)) $(($1 % 1000)); }
+# This node's clock in ms, from bash's own EPOCHREALTIME (no process to start), into nodus_ms
+# ("" without it). Glob tests, no =~: from a trap, it would replace BASH_REMATCH under the code
+# the trap interrupted.
+nodus_clock() {
+  nodus_ms=${EPOCHREALTIME//[!0-9]/}
+  [[ ${#nodus_ms} -ge 16 && $nodus_ms != *[!0-9]* ]] && nodus_ms=$((10#$nodus_ms / 1000)) || nodus_ms=
+}
 # Hands signal $1 on to the enforcer that is the job's parent (found through /proc, below the
 # status writer, outside the job's namespace): it passes TERM, INT, HUP and QUIT on to the job's
 # process group, and the plan's KILL stays where it was; USR1 and USR2 go to that group
@@ -169,11 +176,11 @@ nodus_sec() { printf -v nodus_s '%d.%03d' $(($1 / 1000)) $(($1 % 1000)); }
 # clock): nodus sends its own at the plan's TERM too, and the enforcer's reaches the job then,
 # so the job has one TERM, not two.
 nodus_pass() {
-  local p=$nodus_pid c i
+  local p=$nodus_pid c i nodus_ms
   [[ -n $p ]] || return 0
   if [[ $1 == TERM && -n $nodus_term_at ]]; then
-    c=${EPOCHREALTIME//[!0-9]/}
-    [[ ${#c} -ge 16 && $c != *[!0-9]* ]] && ((10#$c / 1000 >= nodus_term_at - 500)) && return 0
+    nodus_clock
+    [[ -n $nodus_ms ]] && ((nodus_ms >= nodus_term_at - 500)) && return 0
   fi
   for ((i = 0; i <= nodus_hops; i++)); do
     c=
@@ -203,9 +210,9 @@ nodus_start=
 [[ -n $nodus_start ]] && nodus_tool sdiag &&
   [[ $("${nodus_env[@]}" "$nodus_path" 2>/dev/null) =~ output\ at\ [^\(]*\(([0-9]+)\) ]] &&
   nodus_ctld=${BASH_REMATCH[1]}
-# This node's clock, in ms: bash's own (no process to start), else date's.
-nodus_now=${EPOCHREALTIME//[!0-9]/}
-[[ $nodus_now =~ ^[0-9]{16,}$ ]] && nodus_now=$((10#$nodus_now / 1000)) || nodus_now=$(/usr/bin/env -i /bin/date +%s%3N)
+# This node's clock, in ms: bash's own, else date's.
+nodus_clock
+nodus_now=${nodus_ms:-$(/usr/bin/env -i /bin/date +%s%3N)}
 [[ $nodus_now =~ ^[0-9]+$ ]] || nodus_now=
 if [[ -n $nodus_ctld ]]; then
   if [[ -z $nodus_now ]] || ((nodus_now / 1000 - nodus_ctld > 1 || nodus_ctld - nodus_now / 1000 > 1)); then
@@ -219,8 +226,8 @@ fi
 [[ -n $nodus_start ]] || nodus_start=$((nodus_now / 1000))
 nodus_left=$((nodus_start * 1000 + nodus_term_ms - nodus_now))
 ((nodus_left > 0)) || nodus_left=1
-nodus_t=${EPOCHREALTIME//[!0-9]/}
-[[ ${#nodus_t} -ge 16 && $nodus_t != *[!0-9]* ]] && nodus_term_at=$((10#$nodus_t / 1000 + nodus_left))
+nodus_clock
+[[ -n $nodus_ms ]] && nodus_term_at=$((nodus_ms + nodus_left))
 # In a namespace, process 1 sends the plan's TERM and the timeout outside it the plan's KILL.
 # Not `timeout -k` inside: a signal handed on to it before its TERM set a second timer for the
 # KILL, and its first timer then sent the KILL at the plan's TERM (coreutils 9.1), which took
