@@ -549,6 +549,18 @@ def draw_cells(seed, count, two_gpu_every):
     return cells
 
 
+def draw_related_cells(seed, models, batches):
+    """A grid whose durations follow its parameters, as a sweep of model x batch size does: each
+    cell takes its model's factor times its batch size's factor, +-8%, both factors ascending
+    (people write the values smallest first, so grid order starts the longest cells last)."""
+    rng = random.Random(seed + 1)
+    m = sorted(rng.uniform(0.4, 1.0) for _ in range(models))
+    b = sorted(rng.uniform(0.8, 3.5) for _ in range(batches))
+    return [{"index": i * batches + j, "m": i, "b": j, "gpus": 1,
+             "seconds": round(m[i] * b[j] * rng.uniform(0.92, 1.08), 2)}
+            for i in range(models) for j in range(batches)]
+
+
 def list_schedule(cells, gpus):
     """Makespan of the greedy in-order list schedule without any overhead: whenever GPUs free
     up, start the first waiting cells that fit (a cell that does not fit does not hold back
@@ -609,6 +621,14 @@ def cmd_pack(a):
         f.write("D=(" + " ".join(f"{c['seconds']:.2f}" for c in grid) + ")\n")
         f.write(f'exec sleep "${{D[($1 - 1) * {half} + $2]}}"\n')
     os.chmod(s_grid, 0o755)
+    # The related grid: 4 models x 8 batch sizes, `cells-related.sh {m} {b}`.
+    related = draw_related_cells(a.seed, 4, 8)
+    s_rel = os.path.join(a.work, "cells-related.sh")
+    with open(s_rel, "w") as f:
+        f.write("#!/bin/bash\n# Sleeps for the duration of cell (model $1, batch $2): a lookup, no fork.\n")
+        f.write("D=(" + " ".join(f"{c['seconds']:.2f}" for c in related) + ")\n")
+        f.write('exec sleep "${D[$1 * 8 + $2]}"\n')
+    os.chmod(s_rel, 0o755)
     par = ["parallel", "--will-cite"]
     scenarios = {
         "32 cells x 1 GPU": {
@@ -633,8 +653,14 @@ def cmd_pack(a):
             "parallel": [[par + ["-j8", s_grid, "1", ":::"] + [str(i) for i in range(half)]],
                          [par + ["-j4", s_grid, "2", ":::"] + [str(i) for i in range(half)]]],
         },
+        "4 x 8 grid, durations follow the params": {
+            "cells": related,
+            "nodus": [[[a.nodus, "sweep", "--gpu", "H100", "--param", "m=0..3", "--param", "b=0..7",
+                        "--", s_rel, "{m}", "{b}"]]],
+            "parallel": [[par + ["-j8", s_rel, ":::", "0", "1", "2", "3", ":::"] + [str(j) for j in range(8)]]],
+        },
     }
-    out = {"seed": a.seed, "gpus": gpus, "durations": cells, "scenarios": {}}
+    out = {"seed": a.seed, "gpus": gpus, "durations": cells, "related": related, "scenarios": {}}
     for name, sc in scenarios.items():
         # "nodus, repeated": the same sweep(s) again in the same store, so nodus knows each
         # cell's duration from the run before and starts the longest first (engine/cell_order.h).
@@ -1210,7 +1236,12 @@ def cmd_report(a):
               "notion of GPU counts, so it runs the 1-GPU cells with -j8, then the 2-GPU cells with -j4.",
               "The *one sweep* case is the same 32 durations as a grid of GPU counts, the first 16 on 1 GPU",
               "and the last 16 on 2 (`cells-grid.sh {g} {i}`), run by a single `nodus sweep --gpu H100:{g}",
-              "-p g=1,2 -p i=0..15`, which plans and claims both counts itself; `parallel` as above.", "",
+              "-p g=1,2 -p i=0..15`, which plans and claims both counts itself; `parallel` as above.",
+              "The *related grid* is a sweep of 4 models x 8 batch sizes on 1 GPU each whose durations",
+              "follow the params (`cells-related.sh {m} {b}`: the model's factor times the batch size's,",
+              "+-8%, both ascending, so grid order starts the longest cells last), as real grids do;",
+              "on a first run nodus reorders the pending cells as the ended ones show which params make",
+              "a cell long (engine/duration_model.h). `parallel -j8` runs the same grid in grid order.", "",
               "| cells | lower bound s | list schedule s (x LB) | runner | makespan s | x lower bound | x list schedule | errors |",
               "|---|---|---|---|---|---|---|---|"]
         for name, sc in pk["scenarios"].items():
@@ -1234,6 +1265,10 @@ def cmd_report(a):
             f"{sc['lpt_s'] / sc['lower_bound_s']:.3f} x LB ({name})" for name, sc in pk["scenarios"].items()) + "."]
         L += ["", "Durations (s): " + ", ".join(f"{c['seconds']:.2f}{'x2' if c['gpus'] == 2 else ''}"
                                               for c in pk["durations"]) + "."]
+        if "related" in pk:
+            L += ["", "Related grid durations (s), model by model: " + "; ".join(
+                ", ".join(f"{c['seconds']:.2f}" for c in pk["related"] if c["m"] == m)
+                for m in sorted({c["m"] for c in pk["related"]})) + "."]
 
     # 5
     so = load(a.results, "store")

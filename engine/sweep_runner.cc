@@ -21,6 +21,7 @@
 #include "core/timing.h"
 #include "engine/cell_order.h"
 #include "engine/cell_spawner.h"
+#include "engine/duration_model.h"
 #include "engine/reconcile.h"
 #include "engine/signals.h"
 #include "engine/supervisor_process.h"
@@ -208,24 +209,45 @@ class CellLauncher : public SweepScheduler::Launcher {
   const int64_t self_start_ = store::process_start_time(self_);
 };
 
+// Each cell's parameter values (in the order of the params object's keys, the same for every
+// cell) and its duration where known: measured in an earlier run of this sweep, or known from
+// the store for its shape.
+ParamCell param_cell(const PlannedCell& cell, std::optional<double> known) {
+  ParamCell out;
+  if (cell.job.params->is_object())
+    for (const auto& [name, value] : cell.job.params->items())
+      out.values.push_back(value.is_string() ? value.get<std::string>() : value.dump());
+  out.seconds = cell.done ? measured_duration(cell.job) : known;
+  return out;
+}
+
 // Queues the cells not done yet, longest first or in the order of a plan for `lanes` at once
 // where earlier runs of the same cells tell how long they take (cell_order.h), each with the
-// most it can cost.
-void queue_cells(store::Store& store, SweepScheduler& scheduler, const store::SweepRecord& sweep,
-                 const std::vector<PlannedCell>& cells, int lanes, const Inventory* inventory) {
+// most it can cost. Returns what each cell is known to take, for the order to change as cells
+// end (DurationModel); `adaptive` is set when that may help: several cells run at once and a
+// pending cell's duration is unknown.
+std::vector<ParamCell> queue_cells(store::Store& store, SweepScheduler& scheduler,
+                                   const store::SweepRecord& sweep,
+                                   const std::vector<PlannedCell>& cells, int lanes,
+                                   const Inventory* inventory, bool& adaptive) {
   const auto known =
       known_durations(store, sweep.argv, sweep.backend,
                       sweep.id != 0 ? std::optional<int64_t>(sweep.id) : std::nullopt);
   std::vector<CellEstimate> estimates;
+  std::vector<ParamCell> facts;
   std::set<std::string> types;
+  adaptive = false;
   for (size_t i = 0; i < cells.size(); ++i) {
-    if (cells[i].done) continue;
     const JobRecord& job = cells[i].job;
     auto it = known.find({job.argv, job.gpu_type, job.gpu_count});
-    estimates.push_back({i, it == known.end() ? std::nullopt : std::optional<double>(it->second),
-                         std::max(1, job.gpu_count)});
+    const auto seconds = it == known.end() ? std::nullopt : std::optional<double>(it->second);
+    facts.push_back(param_cell(cells[i], seconds));
+    if (cells[i].done) continue;
+    adaptive = adaptive || !seconds;
+    estimates.push_back({i, seconds, std::max(1, job.gpu_count)});
     types.insert(job.gpu_count > 0 ? job.gpu_type : "");
   }
+  adaptive = adaptive && lanes > 1;
   // The GPUs the cells share, for a plan of cells of different widths: those of the one type
   // they all claim on this machine (none to plan with for CPU cells, a mix of types or Slurm).
   int gpus = 0;
@@ -240,6 +262,8 @@ void queue_cells(store::Store& store, SweepScheduler& scheduler, const store::Sw
                                           job.timeout_ms, job.grace_ms),
                           claims);
   }
+  if (adaptive) scheduler.reorder(order_by_estimate(facts, scheduler.pending()));
+  return facts;
 }
 
 // A stop of the sweep (SIGINT, SIGTERM): no cell starts any more, running cells get the signal
@@ -282,7 +306,9 @@ std::string SweepRunner::run(store::SweepRecord& sweep, std::vector<PlannedCell>
   // A resumed sweep has spent what every earlier attempt of every cell cost, not only the cells
   // that completed: the budget covers the sweep, however many times it was resumed.
   if (sweep.id != 0) scheduler.add_done(store_.sweep_spent(sweep.id));
-  queue_cells(store_, scheduler, sweep, cells, settings.parallel, settings.inventory);
+  bool adaptive = false;
+  auto facts =
+      queue_cells(store_, scheduler, sweep, cells, settings.parallel, settings.inventory, adaptive);
   progress_.begin(cells, settings.budget);
   CellLauncher launcher(store_, progress_, sweep, cells, settings);
   auto& running = launcher.running;
@@ -318,7 +344,11 @@ std::string SweepRunner::run(store::SweepRecord& sweep, std::vector<PlannedCell>
   // before the first look: a release between a look and the wait is not missed.
   std::optional<store::GpuReleaseWatch> releases;
   if (settings.inventory) releases.emplace();
+  bool reorder = false;  // a cell ended whose duration tells something about the pending ones
   while (true) {
+    if (reorder && !scheduler.pending().empty())
+      scheduler.reorder(order_by_estimate(facts, scheduler.pending()));
+    reorder = false;
     bool waiting_for_gpus = scheduler.start_what_fits(launcher);
     if (scheduler.finished()) break;
     const size_t pending = scheduler.stopped() ? 0 : scheduler.pending().size();
@@ -380,6 +410,10 @@ std::string SweepRunner::run(store::SweepRecord& sweep, std::vector<PlannedCell>
         continue;
       }
       if (it->loser && cell.job.state == JobState::kStopped) record_loser(store_, cell, *it->loser);
+      if (auto d = measured_duration(cell.job); d && adaptive && !facts[it->cell].seconds) {
+        facts[it->cell].seconds = d;
+        reorder = true;
+      }
       scheduler.ended(it->cell, cell.job.cost);
       progress_.cell_ended(cell, cell.job);
       running.erase(it);

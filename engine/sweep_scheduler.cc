@@ -1,12 +1,23 @@
 #include "engine/sweep_scheduler.h"
 
 #include <algorithm>
+#include <set>
 
 namespace nodus::engine {
 
 void SweepScheduler::add_pending(size_t cell, std::optional<double> worst_case, GpuRequest gpus) {
   pending_.push_back(cell);
   demand_[cell] = Pending{worst_case, std::move(gpus)};
+}
+
+void SweepScheduler::reorder(const std::vector<size_t>& order) {
+  std::set<size_t> left(pending_.begin(), pending_.end());
+  std::vector<size_t> next;
+  for (size_t cell : order)
+    if (left.erase(cell) > 0) next.push_back(cell);
+  for (size_t cell : pending_)
+    if (left.count(cell) > 0) next.push_back(cell);
+  pending_ = std::move(next);
 }
 
 bool SweepScheduler::start_what_fits(Launcher& launcher) {

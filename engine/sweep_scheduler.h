@@ -53,6 +53,10 @@ class SweepScheduler {
   // it claims (count 0: none, or none the launcher claims).
   void add_pending(size_t cell, std::optional<double> worst_case, GpuRequest gpus = {});
 
+  // Offers the pending cells in `order` from now on (cells in it that are not pending are
+  // ignored; pending cells not in it keep their place after it).
+  void reorder(const std::vector<size_t>& order);
+
   // Starts what fits now. Returns true when a cell waits for GPUs held outside the sweep (the
   // caller looks again soon: they free up without an event the sweep sees).
   bool start_what_fits(Launcher& launcher);

@@ -72,6 +72,16 @@ class SweepRunnerTest : public ::testing::Test {
   void SetUp() override { store_ = store::Store::open(home_.db()); }
 
   std::vector<PlannedCell> plan(int cells, std::optional<double> max_cost) {
+    std::vector<std::string> values;
+    for (int i = 1; i <= cells; ++i) values.push_back(std::to_string(i));
+    return plan_grid({"cell=" + join(values, ",")}, max_cost);
+  }
+
+  // The cells of a grid (--param specs, the first axis outermost).
+  std::vector<PlannedCell> plan_grid(const std::vector<std::string>& axes,
+                                     std::optional<double> max_cost,
+                                     const std::vector<std::string>& argv = {"train", "--cell",
+                                                                             "{cell}"}) {
     JobRecord base;
     base.name = "fake";
     base.backend = "fake";
@@ -82,11 +92,9 @@ class SweepRunnerTest : public ::testing::Test {
     base.max_cost = max_cost;
     base.created_at = unix_now();
     base.state = JobState::kWaiting;
-    std::vector<std::string> values;
-    for (int i = 1; i <= cells; ++i) values.push_back(std::to_string(i));
-    auto grid = sweep::parse_grid({"cell=" + join(values, ",")});
+    auto grid = sweep::parse_grid(axes);
     EXPECT_TRUE(grid.ok());
-    auto tmpl = sweep::ArgvTemplate::parse({"train", "--cell", "{cell}"}, *grid);
+    auto tmpl = sweep::ArgvTemplate::parse(argv, *grid);
     EXPECT_TRUE(tmpl.ok());
     SweepPlanInput input;
     input.base = base;
@@ -110,7 +118,7 @@ class SweepRunnerTest : public ::testing::Test {
 
   // Runs the cells not done through the real runner; each cell's supervisor is a process of its
   // own (nodus_fake_supervisor) that runs the cell's job through a FakeBackend with
-  // script(cell number, 1-based). `on_spawn` is
+  // script(cell number, 1-based, in grid order). `on_spawn` is
   // called in the runner after each spawn with how many cells it has spawned so far.
   std::string run(
       store::SweepRecord& sweep, std::vector<PlannedCell>& cells, SweepSettings settings,
@@ -121,7 +129,7 @@ class SweepRunnerTest : public ::testing::Test {
     const std::string db = home_.db();
     const std::string helper = fake_supervisor();
     settings.spawn = [&](const Ticket& ticket) -> Result<SpawnedSupervisor> {
-      const int cell = std::stoi(ticket.env.at("NODUS_PARAM_CELL"));
+      const int cell = std::stoi(ticket.env.at("NODUS_SWEEP_CELL"));
       const CellScript s = script(cell);
       // Everything exec needs is made before the fork: the child only execs.
       const std::vector<std::string> args = {helper,
@@ -193,6 +201,40 @@ TEST_F(SweepRunnerTest, EveryCellRunsUnderASupervisorOfItsOwnWithinTheParallelLi
     EXPECT_LE(at_once, 2);
   }
   EXPECT_EQ(spawned_.size(), 4u);
+}
+
+// A first run knows no cell's duration, but a grid's cells are related: here every "long" cell
+// takes 12 times as long as a "short" one, whatever its k. Once the ended cells explain that
+// (DurationModel), the long cells still pending start before the short ones. In grid order the
+// last cell to start would be the last long one (12); it is a short one.
+TEST_F(SweepRunnerTest, AFirstRunStartsTheCellsThatLookLongestOnceTheEndedOnesTellWhich) {
+  auto cells = plan_grid({"k=1..6", "size=short,long"}, std::nullopt, {"train", "{k}", "{size}"});
+  ASSERT_EQ(cells.size(), 12u);
+  auto sweep = new_sweep(std::nullopt);
+  SweepSettings settings;
+  settings.parallel = 2;
+  std::string state = run(sweep, cells, settings, [](int cell) {
+    return Script{.runs_for = cell % 2 == 0 ? 1.2 : 0.1};  // even: size=long
+  });
+  EXPECT_EQ(state, "completed");
+  ASSERT_EQ(spawned_.size(), 12u);
+  EXPECT_EQ(spawned_.back() % 2, 1) << "the last cell started is a long one: " << spawned_.back();
+  // Reordered, not lost or repeated.
+  auto sorted = spawned_;
+  std::sort(sorted.begin(), sorted.end());
+  for (int i = 0; i < 12; ++i) EXPECT_EQ(sorted[i], i + 1);
+}
+
+// With one cell at a time the order cannot change the sweep's length: grid order, as given.
+TEST_F(SweepRunnerTest, OneCellAtATimeKeepsTheGridOrder) {
+  auto cells = plan_grid({"k=1..3", "size=short,long"}, std::nullopt, {"train", "{k}", "{size}"});
+  auto sweep = new_sweep(std::nullopt);
+  SweepSettings settings;
+  settings.parallel = 1;
+  std::string state = run(sweep, cells, settings,
+                          [](int cell) { return Script{.runs_for = cell % 2 == 0 ? 0.3 : 0.02}; });
+  EXPECT_EQ(state, "completed");
+  EXPECT_EQ(spawned_, (std::vector<int>{1, 2, 3, 4, 5, 6}));
 }
 
 // GPU claims are machine-wide: a cell waits while another process's job holds its GPU and starts
