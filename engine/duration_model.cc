@@ -81,9 +81,11 @@ std::optional<DurationModel> DurationModel::fit(const std::vector<ParamCell>& ce
   m.adjusted_r2_ = r2;
   m.effects_.resize(params);
   for (size_t p = 0; p < params; ++p) {
-    for (const auto& [value, v] : index[p]) m.effects_[p].emplace_back(value, effect[p][v]);
-    double largest = m.effects_[p].front().second;
-    for (const auto& e : m.effects_[p]) largest = std::max(largest, e.second);
+    double largest = effect[p].front();
+    for (const auto& [value, v] : index[p]) {
+      m.effects_[p].emplace(value, effect[p][v]);
+      largest = std::max(largest, effect[p][v]);
+    }
     m.largest_.push_back(largest);
   }
   return m;
@@ -93,12 +95,8 @@ double DurationModel::estimate(const ParamCell& cell) const {
   if (cell.seconds) return *cell.seconds;
   double log_s = mean_;
   for (size_t p = 0; p < effects_.size(); ++p) {
-    const auto& effects = effects_[p];
-    auto it = p < cell.values.size()
-                  ? std::find_if(effects.begin(), effects.end(),
-                                 [&](const auto& e) { return e.first == cell.values[p]; })
-                  : effects.end();
-    log_s += it != effects.end() ? it->second : largest_[p];
+    auto it = p < cell.values.size() ? effects_[p].find(cell.values[p]) : effects_[p].end();
+    log_s += it != effects_[p].end() ? it->second : largest_[p];
   }
   return std::exp(log_s);
 }

@@ -20,6 +20,7 @@
 #include <cstddef>
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 namespace nodus::engine {
@@ -41,9 +42,9 @@ class DurationModel {
   double adjusted_r2() const { return adjusted_r2_; }
 
  private:
-  double mean_ = 0;                                                   // of log seconds
-  std::vector<std::vector<std::pair<std::string, double>>> effects_;  // per parameter
-  std::vector<double> largest_;                                       // per parameter
+  double mean_ = 0;                                               // of log seconds
+  std::vector<std::unordered_map<std::string, double>> effects_;  // per parameter
+  std::vector<double> largest_;                                   // per parameter
   double adjusted_r2_ = 0;
 };
 

@@ -209,6 +209,15 @@ class CellLauncher : public SweepScheduler::Launcher {
   const int64_t self_start_ = store::process_start_time(self_);
 };
 
+// Sweeps of more cells keep the order they were queued in: each refit reads every ended cell.
+constexpr size_t kMostCellsToReorder = 20'000;
+
+// When to refit as cells end: at each end while few have ended, then each time 5% more have,
+// so a sweep of many cells refits about a hundred times, not once a cell.
+bool refit_due(size_t ended, size_t fitted_at) {
+  return ended <= 256 || ended * 20 >= fitted_at * 21;
+}
+
 // Each cell's parameter values (in the order of the params object's keys, the same for every
 // cell) and its duration where known: measured in an earlier run of this sweep, or known from
 // the store for its shape.
@@ -247,7 +256,7 @@ std::vector<ParamCell> queue_cells(store::Store& store, SweepScheduler& schedule
     estimates.push_back({i, seconds, std::max(1, job.gpu_count)});
     types.insert(job.gpu_count > 0 ? job.gpu_type : "");
   }
-  adaptive = adaptive && lanes > 1;
+  adaptive = adaptive && lanes > 1 && cells.size() <= kMostCellsToReorder;
   // The GPUs the cells share, for a plan of cells of different widths: those of the one type
   // they all claim on this machine (none to plan with for CPU cells, a mix of types or Slurm).
   int gpus = 0;
@@ -345,10 +354,13 @@ std::string SweepRunner::run(store::SweepRecord& sweep, std::vector<PlannedCell>
   std::optional<store::GpuReleaseWatch> releases;
   if (settings.inventory) releases.emplace();
   bool reorder = false;  // a cell ended whose duration tells something about the pending ones
+  size_t ended = 0, fitted_at = 0;
   while (true) {
-    if (reorder && !scheduler.pending().empty())
+    if (reorder && refit_due(ended, fitted_at) && !scheduler.pending().empty()) {
       scheduler.reorder(order_by_estimate(facts, scheduler.pending()));
-    reorder = false;
+      fitted_at = ended;
+      reorder = false;
+    }
     bool waiting_for_gpus = scheduler.start_what_fits(launcher);
     if (scheduler.finished()) break;
     const size_t pending = scheduler.stopped() ? 0 : scheduler.pending().size();
@@ -412,6 +424,7 @@ std::string SweepRunner::run(store::SweepRecord& sweep, std::vector<PlannedCell>
       if (it->loser && cell.job.state == JobState::kStopped) record_loser(store_, cell, *it->loser);
       if (auto d = measured_duration(cell.job); d && adaptive && !facts[it->cell].seconds) {
         facts[it->cell].seconds = d;
+        ++ended;
         reorder = true;
       }
       scheduler.ended(it->cell, cell.job.cost);
