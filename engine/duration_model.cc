@@ -101,16 +101,21 @@ double DurationModel::estimate(const ParamCell& cell) const {
   return std::exp(log_s);
 }
 
-std::vector<size_t> order_by_estimate(const std::vector<ParamCell>& cells,
-                                      const std::vector<size_t>& pending) {
+EstimatedOrder order_by_estimate(const std::vector<ParamCell>& cells,
+                                 const std::vector<size_t>& pending) {
+  EstimatedOrder out;
+  for (const ParamCell& c : cells) out.ended += c.seconds.has_value();
   auto model = DurationModel::fit(cells);
-  if (!model) return pending;
+  if (!model) {
+    out.order = pending;
+    return out;
+  }
+  out.adjusted_r2 = model->adjusted_r2();
   std::vector<std::pair<double, size_t>> keyed;
   for (size_t i : pending) keyed.emplace_back(model->estimate(cells[i]), i);
   std::stable_sort(keyed.begin(), keyed.end(),
                    [](const auto& a, const auto& b) { return a.first > b.first; });
-  std::vector<size_t> out;
-  for (const auto& k : keyed) out.push_back(k.second);
+  for (const auto& k : keyed) out.order.push_back(k.second);
   return out;
 }
 

@@ -48,9 +48,15 @@ class DurationModel {
   double adjusted_r2_ = 0;
 };
 
+struct EstimatedOrder {
+  std::vector<size_t> order;
+  std::optional<double> adjusted_r2;  // of the fit it follows; nullopt: the model said nothing
+  size_t ended = 0;                   // the cells with a duration it was fitted to
+};
+
 // `pending` (indices into `cells`) longest estimate first, ties in the order given; `pending`
 // as given when the model says nothing.
-std::vector<size_t> order_by_estimate(const std::vector<ParamCell>& cells,
-                                      const std::vector<size_t>& pending);
+EstimatedOrder order_by_estimate(const std::vector<ParamCell>& cells,
+                                 const std::vector<size_t>& pending);
 
 }  // namespace nodus::engine

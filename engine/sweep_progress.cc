@@ -117,6 +117,11 @@ void SweepProgress::cell_skipped(const PlannedCell& cell, const std::string& why
                why.c_str());
 }
 
+void SweepProgress::note(const std::string& text) {
+  if (live_) return;
+  std::fprintf(stderr, "nodus: %s %s\n", sweep_label_.c_str(), text.c_str());
+}
+
 void SweepProgress::tick(const std::vector<PlannedCell>&, double spent) {
   spent_ = spent;
   if (live_) redraw();

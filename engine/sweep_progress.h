@@ -25,6 +25,7 @@ class SweepProgress {
   void cell_started(const PlannedCell& cell, const JobRecord& job);
   void cell_ended(const PlannedCell& cell, const JobRecord& job);
   void cell_skipped(const PlannedCell& cell, const std::string& why);
+  void note(const std::string& text);  // "nodus: s3 TEXT" on stderr (not in the live view)
   void tick(const std::vector<PlannedCell>& cells, double spent);  // redraw (live only)
   void end();
 

@@ -271,7 +271,6 @@ std::vector<ParamCell> queue_cells(store::Store& store, SweepScheduler& schedule
                                           job.timeout_ms, job.grace_ms),
                           claims);
   }
-  if (adaptive) scheduler.reorder(order_by_estimate(facts, scheduler.pending()));
   return facts;
 }
 
@@ -353,11 +352,21 @@ std::string SweepRunner::run(store::SweepRecord& sweep, std::vector<PlannedCell>
   // before the first look: a release between a look and the wait is not missed.
   std::optional<store::GpuReleaseWatch> releases;
   if (settings.inventory) releases.emplace();
-  bool reorder = false;  // a cell ended whose duration tells something about the pending ones
+  // Cells done in an earlier run (--resume) already say something: fitted before the first start.
+  bool reorder = adaptive;  // a cell ended whose duration tells something about the pending ones
+  bool told = false;        // the note that the order follows the estimates was printed
   size_t ended = 0, fitted_at = 0;
   while (true) {
     if (reorder && refit_due(ended, fitted_at) && !scheduler.pending().empty()) {
-      scheduler.reorder(order_by_estimate(facts, scheduler.pending()));
+      auto next = order_by_estimate(facts, scheduler.pending());
+      if (next.adjusted_r2 && !told && next.order != scheduler.pending()) {
+        told = true;
+        progress_.note("starts the cells that look longest first: the params of the " +
+                       std::to_string(next.ended) + " that ended explain " +
+                       std::to_string(static_cast<int>(*next.adjusted_r2 * 100)) +
+                       "% of how long they took (adjusted R^2)");
+      }
+      scheduler.reorder(next.order);
       fitted_at = ended;
       reorder = false;
     }

@@ -38,7 +38,7 @@ TEST(DurationModel, RecoversAProductOfFactorsFromPartOfTheGrid) {
   // Longest first among the pending ones: m2 b3 (12 s), m1 b3 (6), m2 b2 (6; a tie keeps the
   // order given), m2 b1 (4), m1 b2 (3).
   std::vector<size_t> pending = {6, 7, 9, 10, 11};
-  EXPECT_EQ(order_by_estimate(cells, pending), (std::vector<size_t>{11, 7, 10, 9, 6}));
+  EXPECT_EQ(order_by_estimate(cells, pending).order, (std::vector<size_t>{11, 7, 10, 9, 6}));
 }
 
 TEST(DurationModel, AValueNoEndedCellHadCountsAsTheLongestOfItsParameter) {
@@ -60,7 +60,8 @@ TEST(DurationModel, SaysNothingWhenEachCellHasAValueOfItsOwn) {
     cells.push_back(
         cell({std::to_string(i)}, i < 5 ? std::optional<double>(1.0 + i) : std::nullopt));
   EXPECT_FALSE(DurationModel::fit(cells));
-  EXPECT_EQ(order_by_estimate(cells, {5, 6, 7}), (std::vector<size_t>{5, 6, 7}));
+  EXPECT_EQ(order_by_estimate(cells, {5, 6, 7}).order, (std::vector<size_t>{5, 6, 7}));
+  EXPECT_FALSE(order_by_estimate(cells, {5, 6, 7}).adjusted_r2);
 }
 
 TEST(DurationModel, SaysNothingWhenTheParametersExplainNoneOfTheSpread) {
@@ -93,7 +94,7 @@ double first_run_makespan(const std::vector<ParamCell>& grid, const std::vector<
   std::vector<std::pair<double, size_t>> running;  // (ends at, cell)
   double now = 0;
   while (!pending.empty() || !running.empty()) {
-    if (reorder) pending = order_by_estimate(facts, pending);
+    if (reorder) pending = order_by_estimate(facts, pending).order;
     while (!pending.empty() && running.size() < 8) {
       running.emplace_back(now + seconds[pending.front()], pending.front());
       pending.erase(pending.begin());
