@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <csignal>
+#include <filesystem>
 #include <iostream>
 #include <iterator>
 #include <memory>
@@ -57,6 +58,12 @@ Acquired claim_gpus(store::Store& store, JobRecord& job, const Ticket& ticket, S
 }  // namespace
 
 int supervise_main(const SweepMain& sweep) {
+  // Opened before the ticket comes where it exists (a sweep's spare supervisor, cell_spawner.h,
+  // waits for its ticket: the open, the store's schema parsed, is then done before the cell
+  // starts, not between its start and its exec). Not made for what is not a ticket.
+  const std::string path = store::Store::default_path();
+  std::unique_ptr<store::Store> store;
+  if (std::filesystem::exists(path)) store = store::Store::open(path);
   std::string text((std::istreambuf_iterator<char>(std::cin)), std::istreambuf_iterator<char>());
   Ticket ticket;
   try {
@@ -77,6 +84,7 @@ int supervise_main(const SweepMain& sweep) {
   }
   StatusWriter status;
   if (ticket.sweep_id != 0) {
+    store.reset();  // the sweep opens its own
     try {
       return sweep(ticket,
                    [&status](const std::string& line) { status.send(parse_status_line(line)); });
@@ -86,7 +94,7 @@ int supervise_main(const SweepMain& sweep) {
     }
   }
   SignalWatch signals;
-  auto store = store::Store::open(store::Store::default_path());
+  if (!store) store = store::Store::open(path);
   return supervise_job(ticket, *store, signals, nullptr,
                        [&status](const LaunchStatus& line) { status.send(line); });
 }
@@ -106,7 +114,11 @@ int supervise_job(const Ticket& ticket, store::Store& store, SignalWatch& signal
   if (!ticket.argv.empty()) job.argv = ticket.argv;  // the store's is redacted
   job.supervisor_pid = getpid();
   job.supervisor_start = store::process_start_time(job.supervisor_pid);
-  store.update_job(job);
+  // Seen as this supervisor's while it waits for GPUs; a job that need not wait (a sweep's cell,
+  // whose GPUs the sweep claimed) is written once, as starting.
+  const bool claimed = job.gpu_count == 0 || job.backend != "local" ||
+                       static_cast<int>(job.gpu_indices.size()) == job.gpu_count;
+  if (!claimed) store.update_job(job);
 
   switch (Acquired got = claim_gpus(store, job, ticket, signals, status)) {
     case Acquired::kClaimed:
