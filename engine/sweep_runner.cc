@@ -317,6 +317,9 @@ std::string SweepRunner::run(store::SweepRecord& sweep, std::vector<PlannedCell>
   bool adaptive = false;
   auto facts =
       queue_cells(store_, scheduler, sweep, cells, settings.parallel, settings.inventory, adaptive);
+  // Under a --budget the order decides which cells the money reaches: the grid's, as asked,
+  // not the long (dear) ones first.
+  adaptive = adaptive && !settings.budget;
   progress_.begin(cells, settings.budget);
   CellLauncher launcher(store_, progress_, sweep, cells, settings);
   auto& running = launcher.running;

@@ -225,6 +225,20 @@ TEST_F(SweepRunnerTest, AFirstRunStartsTheCellsThatLookLongestOnceTheEndedOnesTe
   for (int i = 0; i < 12; ++i) EXPECT_EQ(sorted[i], i + 1);
 }
 
+// Under a --budget the order decides which cells the money reaches: the grid's, as asked, even
+// when the ended cells show which are long.
+TEST_F(SweepRunnerTest, UnderABudgetTheGridOrderIsKept) {
+  auto cells = plan_grid({"k=1..6", "size=short,long"}, 5.0, {"train", "{k}", "{size}"});
+  auto sweep = new_sweep(100.0);  // covers every cell's worst case twice over
+  SweepSettings settings;
+  settings.parallel = 2;
+  settings.budget = 100.0;
+  std::string state = run(sweep, cells, settings,
+                          [](int cell) { return Script{.runs_for = cell % 2 == 0 ? 1.2 : 0.1}; });
+  EXPECT_EQ(state, "completed");
+  EXPECT_EQ(spawned_, (std::vector<int>{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12}));
+}
+
 // With one cell at a time the order cannot change the sweep's length: grid order, as given.
 TEST_F(SweepRunnerTest, OneCellAtATimeKeepsTheGridOrder) {
   auto cells = plan_grid({"k=1..3", "size=short,long"}, std::nullopt, {"train", "{k}", "{size}"});
