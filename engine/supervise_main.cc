@@ -63,7 +63,8 @@ int supervise_main(const SweepMain& sweep) {
   // starts, not between its start and its exec). Not made for what is not a ticket.
   const std::string path = store::Store::default_path();
   std::unique_ptr<store::Store> store;
-  if (std::filesystem::exists(path)) store = store::Store::open(path);
+  std::error_code unreadable;  // then opened after the ticket, where its error is reported
+  if (std::filesystem::exists(path, unreadable)) store = store::Store::open(path);
   std::string text((std::istreambuf_iterator<char>(std::cin)), std::istreambuf_iterator<char>());
   Ticket ticket;
   try {
