@@ -108,6 +108,7 @@ void Store::each_job(const JobFilter& filter, int passes,
       for (const JobRecord& job : rows) each(pass, job);
     return;
   }
+  ScanCache small(db);
   Transaction tx(db, Transaction::Mode::kRead);  // every pass sees the same rows
   for (int pass = 0; pass < passes; ++pass) {
     auto stmt = all_jobs(db, filter, select_listed_jobs_sql());

@@ -20,7 +20,7 @@ namespace {
 
 struct Billed {
   double started_at;
-  std::string gpu_type;
+  std::string_view gpu_type;  // the row's text: valid until the scan steps on
   int gpu_count;
   double gpu_hours;
   double cost;
@@ -32,7 +32,7 @@ constexpr const char* kBilledColumns =
 
 // A started job's bill from a row holding kBilledColumns from column `first` on.
 Billed bill(Stmt& stmt, int first, double now) {
-  Billed b{stmt.f64(first), stmt.text(first + 1), stmt.i32(first + 2), 0, 0};
+  Billed b{stmt.f64(first), stmt.text_view(first + 1), stmt.i32(first + 2), 0, 0};
   double rate = stmt.f64(first + 3);
   std::optional<double> ended = stmt.opt_f64(first + 4);
   double seconds = std::max(0.0, ended.value_or(now) - b.started_at);
@@ -43,7 +43,8 @@ Billed bill(Stmt& stmt, int first, double now) {
 
 void scan_started(Db& db, std::optional<double> since, std::optional<double> until,
                   const std::function<void(const Billed&)>& fn) {
-  // Reads only the covering index.
+  // Reads only the covering index, each page once.
+  ScanCache small(db);
   auto stmt = db.prepare(std::string("SELECT ") + kBilledColumns +
                          " FROM jobs INDEXED BY jobs_spend WHERE started_at >= ? AND "
                          "started_at < ? ORDER BY started_at");
@@ -73,7 +74,8 @@ void add(Store::SpendRow& row, const Billed& b) {
 }
 
 // Rows keyed by `key`, most expensive first.
-std::vector<Store::SpendRow> sorted_by_cost(std::map<std::string, Store::SpendRow>& by_key) {
+std::vector<Store::SpendRow> sorted_by_cost(
+    std::map<std::string, Store::SpendRow, std::less<>>& by_key) {
   std::vector<Store::SpendRow> out;
   for (auto& [key, row] : by_key) out.push_back(std::move(row));
   std::stable_sort(out.begin(), out.end(), [](const Store::SpendRow& a, const Store::SpendRow& b) {
@@ -95,6 +97,7 @@ void each_group(Db& db, const char* index, const char* column, std::optional<dou
   db.exec(
       "CREATE TEMP TABLE IF NOT EXISTS spend_groups (key TEXT NOT NULL, jobs INTEGER NOT NULL, "
       "gpu_hours REAL NOT NULL, cost REAL NOT NULL); DELETE FROM temp.spend_groups");
+  ScanCache small(db);
   Transaction tx(db, Transaction::Mode::kRead);  // one snapshot; temp rows written in one go
   {
     auto walk = db.prepare(
@@ -147,13 +150,13 @@ struct DayTotals {
 // The by-GPU-type summary: CPU-only jobs under "" when with_cpu_only, else left out.
 struct GpuTotals {
   bool with_cpu_only;
-  std::map<std::string, Store::SpendRow> by_type;
+  std::map<std::string, Store::SpendRow, std::less<>> by_type;
   void operator()(const Billed& b) {
     if (b.gpu_count <= 0 && !with_cpu_only) return;
-    std::string key = b.gpu_count > 0 ? b.gpu_type : "";
-    Store::SpendRow& row = by_type[key];
-    row.key = key;
-    add(row, b);
+    std::string_view key = b.gpu_count > 0 ? b.gpu_type : "";
+    auto it = by_type.find(key);  // no string made for a type already seen
+    if (it == by_type.end()) it = by_type.emplace(key, Store::SpendRow{std::string(key)}).first;
+    add(it->second, b);
   }
 };
 

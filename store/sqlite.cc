@@ -169,6 +169,12 @@ std::string Stmt::text(int col) const {
   return std::string(reinterpret_cast<const char*>(p), sqlite3_column_bytes(stmt_, col));
 }
 
+std::string_view Stmt::text_view(int col) const {
+  const auto* p = sqlite3_column_text(stmt_, col);
+  if (p == nullptr) return {};
+  return {reinterpret_cast<const char*>(p), static_cast<size_t>(sqlite3_column_bytes(stmt_, col))};
+}
+
 std::optional<int64_t> Stmt::opt_i64(int col) const {
   if (is_null(col)) return std::nullopt;
   return i64(col);
@@ -180,6 +186,19 @@ std::optional<double> Stmt::opt_f64(int col) const {
 }
 
 // ---- Transaction ----
+
+ScanCache::ScanCache(Db& db) : db_(db) {
+  auto stmt = db_.prepare("PRAGMA cache_size");
+  before_ = stmt.step() ? stmt.i64(0) : -2000;
+  db_.exec("PRAGMA cache_size=-256");
+}
+
+ScanCache::~ScanCache() {
+  try {
+    db_.exec("PRAGMA cache_size=" + std::to_string(before_));
+  } catch (const Fatal&) {  // a cache size is no reason to fail the scan that already ended
+  }
+}
 
 Transaction::Transaction(Db& db, Mode mode) : db_(db) {
   if (sqlite3_get_autocommit(db_.handle()) == 0) {  // part of the open one
