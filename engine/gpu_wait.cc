@@ -11,6 +11,7 @@
 #include "engine/signals.h"
 #include "engine/stop_controller.h"
 #include "store/gpu_locks.h"
+#include "store/gpu_queue.h"
 
 namespace nodus::engine {
 
@@ -46,9 +47,13 @@ Acquired acquire_gpus(store::Store& store, JobRecord& job, const Inventory& inve
   // Woken when a GPU lock file changes (a release), looking again every 250 ms for a holder
   // that died without one; watching from before the look that precedes the first wait.
   std::optional<store::GpuReleaseWatch> releases;
+  // In the machine's queue from the first look that failed: claims made after it leave it the
+  // GPUs it needs (store/gpu_queue.h), so 1-GPU cells that keep taking each GPU as it frees do
+  // not pass it over for good. It leaves the queue when it returns.
+  std::optional<store::GpuWaiter> queued;
   for (;;) {
-    if (auto got =
-            store.claim_gpus(job.id, job.gpu_type, job.gpu_count, inventory.gpus, pid, start)) {
+    if (auto got = store.claim_gpus(job.id, job.gpu_type, job.gpu_count, inventory.gpus, pid, start,
+                                    queued ? &*queued : nullptr)) {
       job.gpu_indices = *got;
       move_job(job, JobState::kStarting);
       store.update_job(job);
@@ -64,6 +69,7 @@ Acquired acquire_gpus(store::Store& store, JobRecord& job, const Inventory& inve
     }
     if (!releases) {
       releases.emplace();
+      queued.emplace(job.gpu_type, job.gpu_count);
       continue;
     }
     pollfd p[2] = {{signals ? signals->fd() : -1, POLLIN, 0}, {releases->fd(), POLLIN, 0}};

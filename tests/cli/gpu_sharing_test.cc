@@ -147,5 +147,48 @@ TEST(GpuSharing, AGpuHeldByAnotherStoreIsNamedWhereItIsRefused) {
   EXPECT_EQ(second.code, 0) << second.err;
 }
 
+// First come, first served (store/gpu_queue.h): a job that needs both GPUs, started while a
+// sweep of 1-GPU cells runs, gets them when both are next free, not after the sweep's last cell.
+// Before, every cell's end was taken at once by the sweep's next cell, and the wide job waited
+// for the whole sweep (8 x 0.5 s on 2 GPUs: 2 s; with the queue, about 0.5 s). The wide job is
+// a run (it waits in its supervisor) or a cell of a second sweep (it waits in that sweep).
+void expect_wide_job_not_passed_over(const std::vector<std::string>& wide_command) {
+  NodusHome home;
+  const auto env = h100s(home, 2);
+  const std::string out = home.file("sweep");
+  pid_t sweep =
+      home.start({"sweep", "-p", "i=1..8", "--gpu", "H100", "--", "sleep", "0.5"}, env, out);
+  ASSERT_TRUE(job_reaches(home, "1", "running")) << read_file(out + ".err");
+  auto wide = home.run(wide_command, env);
+  EXPECT_EQ(wide.code, 0) << wide.err;
+  EXPECT_EQ(wait_exit(sweep, std::chrono::seconds(120)), 0) << read_file(out + ".err");
+  auto jobs = nlohmann::json::parse(home.run({"ps", "-a", "--format", "json"}).out);
+  double wide_start = -1, last_cell_start = -1;
+  int cells = 0;
+  for (const auto& job : jobs) {
+    ASSERT_EQ(job["state"], "completed") << job.dump();
+    const double started = job["started_at"].get<double>();
+    if (job["gpu_count"] == 2) {
+      if (wide_start < 0 || started < wide_start) wide_start = started;
+    } else {
+      ++cells;
+      last_cell_start = std::max(last_cell_start, started);
+    }
+  }
+  EXPECT_EQ(cells, 8);
+  ASSERT_GT(wide_start, 0) << jobs.dump();
+  EXPECT_LT(wide_start, last_cell_start)
+      << "the 2-GPU job waited for the whole sweep of 1-GPU cells:\n"
+      << jobs.dump(1);
+}
+
+TEST(GpuSharing, AWideRunIsNotPassedOverByASweepOfNarrowCells) {
+  expect_wide_job_not_passed_over({"run", "--gpu", "H100:2", "--", "true"});
+}
+
+TEST(GpuSharing, AWideSweepCellIsNotPassedOverByASweepOfNarrowCells) {
+  expect_wide_job_not_passed_over({"sweep", "-p", "j=1,2", "--gpu", "H100:2", "--", "true"});
+}
+
 }  // namespace
 }  // namespace nodus::testing
