@@ -41,6 +41,7 @@ def summary(values):
 
 
 def save(results, name, data):
+    os.makedirs(results, exist_ok=True)
     with open(os.path.join(results, name + ".json"), "w") as f:
         json.dump(data, f, indent=1)
 

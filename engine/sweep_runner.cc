@@ -381,7 +381,8 @@ std::string SweepRunner::run(store::SweepRecord& sweep, std::vector<PlannedCell>
     // claims made after it (another sweep's 1-GPU cells, say) leave it what it waits for.
     if (const auto& wanted = scheduler.waiting_for(); wanted && settings.inventory) {
       if (!launcher.queued)
-        launcher.queued.emplace(wanted->type, wanted->count);
+        launcher.queued.emplace(wanted->type, wanted->count,
+                                "sweep s" + std::to_string(sweep.id) + " of " + store_.path());
       else
         launcher.queued->want(wanted->type, wanted->count);
     } else {

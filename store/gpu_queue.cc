@@ -10,10 +10,13 @@
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <vector>
 
+#include "core/config.h"
 #include "core/error.h"
+#include "core/job.h"
 #include "core/parse.h"
 #include "store/gpu_locks.h"
 
@@ -22,14 +25,8 @@ namespace {
 
 constexpr const char* kPrefix = "wait-";  // beside the gpuN.lock files
 
-// What a waiter's file says: its GPU type and count.
-struct Wanted {
-  std::string type;
-  int count = 0;
-};
-
-bool parse_wanted(const std::string& text, Wanted& out) {
-  // "count N\ntype T\n"
+// What a waiter's file says: "count N\ntype T\nfor W\n" (no "for" line: nothing said).
+bool parse_wanted(const std::string& text, QueuedClaim& out) {
   if (text.rfind("count ", 0) != 0) return false;
   auto nl = text.find('\n');
   if (nl == std::string::npos || text.compare(nl + 1, 5, "type ") != 0) return false;
@@ -43,12 +40,61 @@ bool parse_wanted(const std::string& text, Wanted& out) {
   if (count <= 0) return false;
   out.count = count;
   out.type = text.substr(nl + 6, end - nl - 6);
+  if (text.compare(end + 1, 4, "for ") == 0) {
+    auto who_end = text.find('\n', end + 5);
+    if (who_end != std::string::npos) out.who = text.substr(end + 5, who_end - end - 5);
+  }
   return true;
+}
+
+// "wait-<20 digits of ns>-<pid>": when it began to wait, and its process.
+void parse_place(const std::string& name, QueuedClaim& out) {
+  const size_t at = std::strlen(kPrefix);
+  auto dash = name.find('-', at);
+  if (dash == std::string::npos) return;
+  out.since = std::strtod(name.substr(at, dash - at).c_str(), nullptr) / 1e9;
+  out.pid = std::strtoll(name.c_str() + dash + 1, nullptr, 10);
+}
+
+// The live waiters' files (names) in queue order, those before `mine` only when given.
+std::vector<QueuedClaim> live_waiters(const GpuWaiter* mine) {
+  const std::string dir = gpu_lock_dir();
+  DIR* d = ::opendir(dir.c_str());
+  if (d == nullptr) return {};
+  std::vector<std::string> names;
+  while (const dirent* e = ::readdir(d))
+    if (std::strncmp(e->d_name, kPrefix, std::strlen(kPrefix)) == 0 &&
+        (!mine || e->d_name < mine->place()))
+      names.push_back(e->d_name);
+  ::closedir(d);
+  std::sort(names.begin(), names.end());
+  std::vector<QueuedClaim> out;
+  for (const std::string& name : names) {
+    const std::string path = dir + "/" + name;
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    if (fd < 0) continue;                       // it left
+    if (::flock(fd, LOCK_SH | LOCK_NB) == 0) {  // nobody holds it: its process died waiting
+      ::unlink(path.c_str());
+      ::close(fd);
+      continue;
+    }
+    char buf[4096];
+    const ssize_t n = ::pread(fd, buf, sizeof buf, 0);
+    ::close(fd);
+    QueuedClaim w;
+    if (n <= 0 || !parse_wanted(std::string(buf, static_cast<size_t>(n)), w)) continue;
+    parse_place(name, w);
+    out.push_back(std::move(w));
+  }
+  return out;
 }
 
 }  // namespace
 
-GpuWaiter::GpuWaiter(const std::string& type, int count) : type_(type), count_(count) {
+GpuWaiter::GpuWaiter(const std::string& type, int count, const std::string& who)
+    : type_(type), count_(count), who_(who) {
+  for (char& c : who_)
+    if (c == '\n') c = ' ';  // one line in the file
   const std::string dir = gpu_lock_dir();
   const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
                       std::chrono::system_clock::now().time_since_epoch())
@@ -87,42 +133,28 @@ void GpuWaiter::write() {
   // The count zero-padded: while the type stays, an update is a write of the same length.
   char count[32];
   std::snprintf(count, sizeof count, "%010d", count_);
-  const std::string text = std::string("count ") + count + "\ntype " + type_ + "\n";
+  const std::string text =
+      std::string("count ") + count + "\ntype " + type_ + "\nfor " + who_ + "\n";
   if (::pwrite(fd_, text.data(), text.size(), 0) == static_cast<ssize_t>(text.size()))
     if (::ftruncate(fd_, static_cast<off_t>(text.size())) == 0) return;
   throw Fatal("GPU queue: cannot write " + path_ + ": " + std::strerror(errno));
 }
 
-int gpus_to_leave(const std::string& type, int available, const GpuWaiter* mine) {
-  const std::string dir = gpu_lock_dir();
-  DIR* d = ::opendir(dir.c_str());
-  if (d == nullptr) return 0;
-  std::vector<std::string> names;
-  while (const dirent* e = ::readdir(d))
-    if (std::strncmp(e->d_name, kPrefix, std::strlen(kPrefix)) == 0 &&
-        (!mine || e->d_name < mine->place()))
-      names.push_back(e->d_name);
-  ::closedir(d);
-  std::sort(names.begin(), names.end());
+std::vector<QueuedClaim> gpu_queue() { return live_waiters(nullptr); }
+
+std::optional<QueuedClaim> first_in_line(const std::string& type, int available,
+                                         const GpuWaiter* mine) {
   const std::string wanted_type = to_lower(type);
-  for (const std::string& name : names) {
-    const std::string path = dir + "/" + name;
-    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-    if (fd < 0) continue;                       // it left
-    if (::flock(fd, LOCK_SH | LOCK_NB) == 0) {  // nobody holds it: its process died waiting
-      ::unlink(path.c_str());
-      ::close(fd);
-      continue;
-    }
-    char buf[512];
-    const ssize_t n = ::pread(fd, buf, sizeof buf, 0);
-    ::close(fd);
-    Wanted w;
-    if (n <= 0 || !parse_wanted(std::string(buf, static_cast<size_t>(n)), w)) continue;
-    if (to_lower(w.type) != wanted_type || w.count > available) continue;
-    return w.count;  // the oldest that this claim could starve
-  }
-  return 0;
+  const double held_from = unix_now() - std::chrono::duration<double>(gpu_queue_after()).count();
+  for (QueuedClaim& w : live_waiters(mine))
+    if (to_lower(w.type) == wanted_type && w.count <= available && w.since <= held_from)
+      return std::move(w);
+  return std::nullopt;
+}
+
+int gpus_to_leave(const std::string& type, int available, const GpuWaiter* mine) {
+  auto first = first_in_line(type, available, mine);
+  return first ? first->count : 0;
 }
 
 }  // namespace nodus::store
