@@ -118,7 +118,7 @@ def main():
              "|---|---|---|---|"]
         for name in commands:
             ratio = f"{statistics.median(walls[name]) / peer_median:.2f}" if peer_median else "-"
-            L.append(f"| {name} | {mmm(walls[name])} | {ratio} | {mmm(rss[name], 1)} |")
+            L.append(f"| {name} | {mmm(walls[name], 3)} | {ratio} | {mmm(rss[name], 1)} |")
         ours = [k for k in commands if k.endswith("(nodus)")]
         L += ["", "Goals (issue 34): `nodus ps -a` at 100k jobs under 20 MiB and 0.5 s; `nodus cost` 50 ms; "
               "`nodus cost --by name` at most 20 MiB.", ""]
