@@ -163,11 +163,7 @@ bool Stmt::is_null(int col) const { return sqlite3_column_type(stmt_, col) == SQ
 int64_t Stmt::i64(int col) const { return sqlite3_column_int64(stmt_, col); }
 double Stmt::f64(int col) const { return sqlite3_column_double(stmt_, col); }
 
-std::string Stmt::text(int col) const {
-  const auto* p = sqlite3_column_text(stmt_, col);
-  if (p == nullptr) return {};
-  return std::string(reinterpret_cast<const char*>(p), sqlite3_column_bytes(stmt_, col));
-}
+std::string Stmt::text(int col) const { return std::string(text_view(col)); }
 
 std::string_view Stmt::text_view(int col) const {
   const auto* p = sqlite3_column_text(stmt_, col);
@@ -185,7 +181,7 @@ std::optional<double> Stmt::opt_f64(int col) const {
   return f64(col);
 }
 
-// ---- Transaction ----
+// ---- ScanCache ----
 
 ScanCache::ScanCache(Db& db) : db_(db) {
   auto stmt = db_.prepare("PRAGMA cache_size");
@@ -199,6 +195,8 @@ ScanCache::~ScanCache() {
   } catch (const Fatal&) {  // a cache size is no reason to fail the scan that already ended
   }
 }
+
+// ---- Transaction ----
 
 Transaction::Transaction(Db& db, Mode mode) : db_(db) {
   if (sqlite3_get_autocommit(db_.handle()) == 0) {  // part of the open one
