@@ -11,6 +11,7 @@
 #include <string_view>
 #include <vector>
 
+#include "backend/local/sentinel.h"
 #include "cli/args.h"
 #include "cli/common.h"
 #include "core/error.h"
@@ -80,6 +81,10 @@ Parser make_parser(const Subcommand* only) {
 
 int main(int argc, char** argv) {
   using namespace nodus;
+  // A local job's sentinel, started by its supervisor (backend/local/sentinel.h): nothing else.
+  if (argc >= 2 && std::string_view(argv[1]) == backend::kSentinelCommand)
+    backend::run_sentinel_command(argc, argv);
+  backend::exec_sentinels();
   timing::step("main");
   // Every error is one line of valid UTF-8 whatever the user typed into the value it names.
   auto fail = [](const std::string& message) {

@@ -3,7 +3,9 @@
 namespace nodus::engine {
 
 Watchdog::Watchdog(std::function<std::optional<Time>()> next, std::function<void(Time)> fire)
-    : next_(std::move(next)), fire_(std::move(fire)), thread_([this] { loop(); }) {}
+    : next_(std::move(next)), fire_(std::move(fire)) {
+  if (next_()) thread_ = std::thread([this] { loop(); });
+}
 
 Watchdog::~Watchdog() {
   {
@@ -11,14 +13,17 @@ Watchdog::~Watchdog() {
     stop_ = true;
   }
   cv_.notify_all();
-  thread_.join();
+  if (thread_.joinable()) thread_.join();
 }
 
 void Watchdog::poke() {
+  // Asked before taking mu_: next() takes the caller's lock, which fire() takes too.
+  const bool start = !thread_.joinable() && next_();
   {
     std::lock_guard lock(mu_);
     ++pokes_;
   }
+  if (start) thread_ = std::thread([this] { loop(); });
   cv_.notify_all();
 }
 

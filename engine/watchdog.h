@@ -4,7 +4,8 @@
 // here, apart from the loop that reads the job's output and metrics: however much the job
 // writes, and however slow a --metric-regex is on it, the stop goes out on time.
 // next() and fire() run on the watchdog's thread and must take their own locks; poke() after
-// anything that may have moved next().
+// anything that may have moved next(). The thread starts with the first deadline (at construction
+// or at a poke()): a job with no timeout, cap or stop under way costs no thread.
 
 #include <chrono>
 #include <condition_variable>
@@ -23,7 +24,7 @@ class Watchdog {
   Watchdog(const Watchdog&) = delete;
   Watchdog& operator=(const Watchdog&) = delete;
 
-  void poke();
+  void poke();  // from the thread that constructed it
 
  private:
   void loop();

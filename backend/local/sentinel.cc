@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <spawn.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
@@ -13,11 +14,14 @@
 #include <cerrno>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <optional>
+#include <string>
 
 #include "backend/local/cgroup.h"
 #include "backend/local/process_tree.h"
+#include "core/error.h"
 #include "core/helper_children.h"
 #include "core/proc.h"
 
@@ -147,15 +151,26 @@ int64_t write_end_time(int end_fd) {
   return ns;
 }
 
+// What the sentinel blocks: only the socket may end it (and SIGKILL).
+sigset_t blocked_signals() {
+  sigset_t block;
+  sigemptyset(&block);
+  for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGPIPE}) sigaddset(&block, sig);
+  return block;
+}
+
+bool exec_sentinel = false;  // exec_sentinels()
+
+[[noreturn]] void watch(int fd, int end_fd, const SentinelSpec& spec, pid_t supervisor);
+
+// The forked sentinel: the supervisor's memory, descriptors and session, until it sheds them.
 [[noreturn]] void sentinel_main(int fd, const SentinelSpec& spec) {
   const pid_t supervisor = ::getppid();
   // Out of the supervisor's session and process group: a signal to that group (timeout -s KILL,
   // a terminal's SIGINT or SIGHUP) must not reach us. Only the socket may end us.
   ::setsid();
   ::prctl(PR_SET_NAME, "nodus-sentinel");  // its comm in ps and /proc: not a second supervisor
-  sigset_t block;
-  sigemptyset(&block);
-  for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGPIPE}) sigaddset(&block, sig);
+  const sigset_t block = blocked_signals();
   ::sigprocmask(SIG_BLOCK, &block, nullptr);
   // Keep only the socket (as descriptor 3) and /dev/null on 0-2: a copy of a pipe's write end
   // (a job's status pipe, another job's output) would keep its reader waiting for end-of-file.
@@ -174,7 +189,11 @@ int64_t write_end_time(int end_fd) {
     }
     ::syscall(SYS_close_range, 5U, ~0U, 0U);
   }
+  watch(fd, end_fd, spec, supervisor);
+}
 
+// Both sentinels' loop: the socket is `fd`, the end-time file `end_fd` (-1: none).
+[[noreturn]] void watch(int fd, int end_fd, const SentinelSpec& spec, pid_t supervisor) {
   Enforcer enforcer(spec);
   const int64_t term_lag = std::chrono::nanoseconds(kSentinelTermLag).count();
   const int64_t kill_lag = std::chrono::nanoseconds(kSentinelKillLag).count();
@@ -246,11 +265,88 @@ int64_t write_end_time(int end_fd) {
   ::_exit(0);
 }
 
+// The exec'd sentinel: posix_spawn (a vfork: the supervisor's pages stay its own) of this
+// program as `__sentinel`, in a session of its own from the start, with the signals it blocks
+// blocked from the start, the socket as descriptor 3, the end-time file as 4 and /dev/null on
+// 0-2. Returns its pid, -1 when it could not be spawned.
+pid_t spawn_sentinel(int fd, const SentinelSpec& spec) {
+  // Above 10 first, so that no dup2 below can overwrite the other's source.
+  const int sock = ::fcntl(fd, F_DUPFD_CLOEXEC, 10);
+  const int end = spec.end_fd >= 0 ? ::fcntl(spec.end_fd, F_DUPFD_CLOEXEC, 10) : -1;
+  pid_t pid = -1;
+  posix_spawn_file_actions_t files;
+  posix_spawnattr_t attr;
+  if (sock >= 0 && (spec.end_fd < 0 || end >= 0) && posix_spawn_file_actions_init(&files) == 0) {
+    if (posix_spawnattr_init(&attr) == 0) {
+      const sigset_t block = blocked_signals();
+      sigset_t all;
+      sigfillset(&all);
+      const std::string supervisor = std::to_string(::getpid());
+      const std::string end_arg = end >= 0 ? "4" : "-1";
+      char* argv[] = {
+          const_cast<char*>("nodus-sentinel"),    const_cast<char*>(kSentinelCommand),
+          const_cast<char*>(supervisor.c_str()),  const_cast<char*>(spec.container ? "1" : "0"),
+          const_cast<char*>(end_arg.c_str()),     const_cast<char*>(spec.tree_token.c_str()),
+          const_cast<char*>(spec.cgroup.c_str()), nullptr};
+      const bool ready =
+          posix_spawn_file_actions_addopen(&files, 0, "/dev/null", O_RDWR, 0) == 0 &&
+          posix_spawn_file_actions_adddup2(&files, 0, 1) == 0 &&
+          posix_spawn_file_actions_adddup2(&files, 0, 2) == 0 &&
+          posix_spawn_file_actions_adddup2(&files, sock, 3) == 0 &&
+          (end < 0 || posix_spawn_file_actions_adddup2(&files, end, 4) == 0) &&
+          posix_spawnattr_setflags(
+              &attr, POSIX_SPAWN_SETSID | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF) == 0 &&
+          posix_spawnattr_setsigmask(&attr, &block) == 0 &&
+          posix_spawnattr_setsigdefault(&attr, &all) == 0;
+      if (ready && posix_spawn(&pid, "/proc/self/exe", &files, &attr, argv, environ) != 0) pid = -1;
+      posix_spawnattr_destroy(&attr);
+    }
+    posix_spawn_file_actions_destroy(&files);
+  }
+  for (int copy : {sock, end})
+    if (copy >= 0) ::close(copy);
+  return pid;
+}
+
 }  // namespace
+
+void exec_sentinels() { exec_sentinel = true; }
+
+void run_sentinel_command(int argc, char** argv) {
+  // Named first: a job that looks for its sentinel (pgrep -x nodus-sentinel) finds it by name as
+  // soon as it can, not as "exe".
+  ::prctl(PR_SET_NAME, "nodus-sentinel");
+  char* rest = nullptr;
+  const long supervisor = argc == 7 ? std::strtol(argv[2], &rest, 10) : 0;
+  if (argc != 7 || supervisor <= 0 || *rest != '\0') {
+    std::fprintf(stderr,
+                 "nodus: %s: not a sentinel's arguments (SUPERVISOR-PID CONTAINER END-FD TOKEN "
+                 "CGROUP): a local job's supervisor starts it, not a user\n",
+                 kSentinelCommand);
+    ::_exit(exit_code::kNodusError);
+  }
+  // Whatever the supervisor had open without close-on-exec is not ours to hold (a copy of a pipe's
+  // write end would keep its reader waiting for end-of-file).
+  ::syscall(SYS_close_range, 5U, ~0U, 0U);
+  SentinelSpec spec;
+  spec.container = std::string_view(argv[3]) == "1";
+  const int end_fd = std::string_view(argv[4]) == "4" ? 4 : -1;
+  spec.end_fd = end_fd;
+  spec.tree_token = argv[5];
+  spec.cgroup = argv[6];
+  watch(3, end_fd, spec, static_cast<pid_t>(supervisor));
+}
 
 Sentinel start_sentinel(const SentinelSpec& spec) {
   int p[2];  // a socket pair, so that a dead sentinel never SIGPIPEs the supervisor
   if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, p) != 0) return {};
+  if (exec_sentinel) {
+    if (pid_t spawned = spawn_sentinel(p[0], spec); spawned > 0) {
+      ::close(p[0]);
+      register_helper_child(spawned);
+      return {spawned, p[1]};
+    }
+  }
   pid_t pid = ::fork();
   if (pid < 0) {
     ::close(p[0]);

@@ -149,8 +149,11 @@ std::vector<pid_t> supervise_or_sentinel(const NodusHome& home, bool sentinel) {
   const std::string needle = "NODUS_HOME=" + home.path();
   for (pid_t pid : all_pids()) {
     std::string cmdline = slurp("/proc/" + std::to_string(pid) + "/cmdline");
-    if (cmdline.find("__supervise") == std::string::npos) continue;
-    // Its sentinel is a fork of it, with the same command line: told apart by its name.
+    // Its sentinel is `nodus __sentinel ...` (backend/local/sentinel.h), or, where that could
+    // not be spawned, a fork of it with the same command line: told apart by its name.
+    if (cmdline.find("__supervise") == std::string::npos &&
+        cmdline.find("__sentinel") == std::string::npos)
+      continue;
     bool is_sentinel =
         slurp("/proc/" + std::to_string(pid) + "/comm").rfind("nodus-sentinel", 0) == 0;
     if (is_sentinel != sentinel || zombie(pid)) continue;

@@ -26,7 +26,10 @@ namespace {
 
 using namespace std::chrono_literals;
 
-const char* const kFindSentinel = "s=$(pgrep -P $PPID -x nodus-sentinel); ";
+// The job looks until it finds its sentinel: the sentinel is started before the job, but names
+// itself only once its own exec has run, which the job's first lines may beat.
+const char* const kFindSentinel =
+    "for i in $(seq 1000); do s=$(pgrep -P $PPID -x nodus-sentinel) && break; sleep 0.01; done; ";
 
 std::map<std::string, std::string> test_gpus(const NodusHome& home) {
   return {{"NODUS_LOCAL_GPUS", "TEST:4"}, {"NODUS_PRICES", write_test_prices(home)}};
