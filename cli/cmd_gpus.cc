@@ -8,6 +8,7 @@
 #include "core/parse.h"
 #include "engine/reconcile.h"
 #include "store/gpu_locks.h"
+#include "store/gpu_queue.h"
 
 namespace nodus::cli {
 namespace {
@@ -62,9 +63,17 @@ struct GpusCommand {
            {"other_store", held_by}});
     }
     print(t.render(f));
-    if (f == Format::kTable)
+    if (f == Format::kTable) {
       std::fprintf(stderr, "nodus: GPUs from %s%s\n", inv.source.c_str(),
                    inv.note.empty() ? "" : (": " + inv.note).c_str());
+      // Waiting claims, served first come, first served (store/gpu_queue.h): why a GPU shown
+      // free may not go to the next job that asks for it.
+      int place = 0;
+      for (const auto& w : store::gpu_queue())
+        std::fprintf(stderr, "nodus: waiting #%d: %d x %s for %s (pid %lld, since %s)\n", ++place,
+                     w.count, w.type.c_str(), w.who.empty() ? "?" : w.who.c_str(), w.pid,
+                     ago(w.since).c_str());
+    }
     return 0;
   }
 };

@@ -8,6 +8,7 @@
 #include <stdexcept>
 
 #include "core/error.h"
+#include "core/parse.h"
 
 namespace nodus {
 
@@ -21,6 +22,9 @@ const std::vector<ConfigKey>& config_keys() {
       {"gpu_locks", "NODUS_GPU_LOCKS", "",
        "folder of the machine-wide GPU locks every store shares (default /run/nodus/gpus, else "
        "/tmp/nodus-gpus)"},
+      {"gpu_queue_after", "NODUS_GPU_QUEUE_AFTER", "10s",
+       "how long a job waiting for GPUs may be passed over by later claims that fit, before they "
+       "leave it the GPUs it waits for (0: first come, first served at once)"},
       {"prices", "NODUS_PRICES", "",
        "user price catalog, merged over the built-in one: a JSON file or an https URL"},
       {"prices_only", "NODUS_PRICES_ONLY", "0",
@@ -69,7 +73,18 @@ std::string config_get(const std::string& key) {
   return find_key(key).default_value;
 }
 
+std::chrono::milliseconds gpu_queue_after() {
+  const std::string text = config_get("gpu_queue_after");
+  if (text == "0") return std::chrono::milliseconds(0);
+  auto d = parse_duration(text, "NODUS_GPU_QUEUE_AFTER");
+  if (!d || d->count() < 0)
+    throw Fatal("NODUS_GPU_QUEUE_AFTER: invalid value '" + text +
+                "': expected a duration (10s, 1m) or 0");
+  return *d;
+}
+
 void check_config_choices() {
+  gpu_queue_after();  // a duration: refused before anything runs, not at a sweep's tenth claim
   for (const auto& k : config_keys()) {
     auto value = config_env(k.key);
     if (k.choices == nullptr || !value) continue;

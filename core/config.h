@@ -2,6 +2,7 @@
 // Every setting nodus reads from the environment, in one table: key, variable, default, meaning.
 // Flags override these; `nodus config` prints the table with the values in force.
 
+#include <chrono>
 #include <optional>
 #include <string>
 #include <vector>
@@ -23,6 +24,8 @@ const std::vector<ConfigKey>& config_keys();
 std::string config_get(const std::string& key);
 // The value if the variable is set and not empty.
 std::optional<std::string> config_env(const std::string& key);
+// gpu_queue_after as a duration (store/gpu_queue.h). Throws Fatal naming the value when invalid.
+std::chrono::milliseconds gpu_queue_after();
 
 // Throws Fatal (exit 125) for the first variable with documented choices that holds another
 // value (NODUS_CGROUP=banana), naming it and the choices. Run and sweep call it before anything

@@ -8,9 +8,11 @@
 
 #include "core/error.h"
 #include "core/lifecycle.h"
+#include "core/parse.h"
 #include "engine/signals.h"
 #include "engine/stop_controller.h"
 #include "store/gpu_locks.h"
+#include "store/gpu_queue.h"
 
 namespace nodus::engine {
 
@@ -34,6 +36,20 @@ std::string held_by_other_stores(const store::Store& store, const std::string& t
   return out;
 }
 
+namespace {
+
+// Who the GPUs that look free are kept for (store/gpu_queue.h), as a clause of the waiting line.
+std::string first_in_line_note(const std::string& type, const Inventory& inventory) {
+  int available = 0;
+  for (const auto& g : inventory.gpus) available += to_lower(g.type) == to_lower(type);
+  auto first = store::first_in_line(type, available, nullptr);
+  if (!first) return "";
+  return "; first in line: " + std::to_string(first->count) + " x " + first->type + " for " +
+         (first->who.empty() ? "pid " + std::to_string(first->pid) : first->who);
+}
+
+}  // namespace
+
 Acquired acquire_gpus(store::Store& store, JobRecord& job, const Inventory& inventory, bool no_wait,
                       SignalWatch* signals, bool attach) {
   if (job.gpu_count == 0) {
@@ -46,9 +62,13 @@ Acquired acquire_gpus(store::Store& store, JobRecord& job, const Inventory& inve
   // Woken when a GPU lock file changes (a release), looking again every 250 ms for a holder
   // that died without one; watching from before the look that precedes the first wait.
   std::optional<store::GpuReleaseWatch> releases;
+  // In the machine's queue from the first look that failed: claims made after it leave it the
+  // GPUs it needs (store/gpu_queue.h), so 1-GPU cells that keep taking each GPU as it frees do
+  // not pass it over for good. It leaves the queue when it returns.
+  std::optional<store::GpuWaiter> queued;
   for (;;) {
-    if (auto got =
-            store.claim_gpus(job.id, job.gpu_type, job.gpu_count, inventory.gpus, pid, start)) {
+    if (auto got = store.claim_gpus(job.id, job.gpu_type, job.gpu_count, inventory.gpus, pid, start,
+                                    queued ? &*queued : nullptr)) {
       job.gpu_indices = *got;
       move_job(job, JobState::kStarting);
       store.update_job(job);
@@ -59,11 +79,15 @@ Acquired acquire_gpus(store::Store& store, JobRecord& job, const Inventory& inve
       std::fprintf(stderr, "nodus: job %lld waiting for %d free %s GPU%s (Ctrl-C to give up)%s\n",
                    static_cast<long long>(job.id), job.gpu_count, job.gpu_type.c_str(),
                    job.gpu_count > 1 ? "s" : "",
-                   held_by_other_stores(store, job.gpu_type, inventory).c_str());
+                   (held_by_other_stores(store, job.gpu_type, inventory) +
+                    first_in_line_note(job.gpu_type, inventory))
+                       .c_str());
       said = true;
     }
     if (!releases) {
       releases.emplace();
+      queued.emplace(job.gpu_type, job.gpu_count,
+                     "job " + std::to_string(job.id) + " of " + store.path());
       continue;
     }
     pollfd p[2] = {{signals ? signals->fd() : -1, POLLIN, 0}, {releases->fd(), POLLIN, 0}};

@@ -29,6 +29,7 @@
 #include "engine/sweep_progress.h"
 #include "engine/sweep_scheduler.h"
 #include "store/gpu_locks.h"
+#include "store/gpu_queue.h"
 #include "store/job_stats.h"
 
 namespace nodus::engine {
@@ -144,7 +145,7 @@ class CellLauncher : public SweepScheduler::Launcher {
     }
     if (job.gpu_count > 0 && job.backend == "local") {
       auto got = store_.claim_gpus(job.id, job.gpu_type, job.gpu_count, settings_.inventory->gpus,
-                                   self_, self_start_);
+                                   self_, self_start_, queued ? &*queued : nullptr);
       if (!got) return Outcome::kGpusBusy;
       job.gpu_indices = *got;
       timing::step("cell: GPUs claimed");
@@ -195,6 +196,7 @@ class CellLauncher : public SweepScheduler::Launcher {
 
   std::vector<Running> running;
   size_t launched = 0;
+  std::optional<store::GpuWaiter> queued;  // the sweep's place in the machine's GPU queue
 
  private:
   // Two: cells often end close together; each spare is one idle process.
@@ -375,6 +377,17 @@ std::string SweepRunner::run(store::SweepRecord& sweep, std::vector<PlannedCell>
     }
     bool waiting_for_gpus = scheduler.start_what_fits(launcher);
     if (scheduler.finished()) break;
+    // While a cell waits for GPUs the sweep holds a place in the machine's queue, so that
+    // claims made after it (another sweep's 1-GPU cells, say) leave it what it waits for.
+    if (const auto& wanted = scheduler.waiting_for(); wanted && settings.inventory) {
+      if (!launcher.queued)
+        launcher.queued.emplace(wanted->type, wanted->count,
+                                "sweep s" + std::to_string(sweep.id) + " of " + store_.path());
+      else
+        launcher.queued->want(wanted->type, wanted->count);
+    } else {
+      launcher.queued.reset();
+    }
     const size_t pending = scheduler.stopped() ? 0 : scheduler.pending().size();
     if (launcher.launched != launched) spares_at = Clock::now() + kSpareDelay;
     launched = launcher.launched;

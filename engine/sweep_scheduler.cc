@@ -22,6 +22,7 @@ void SweepScheduler::reorder(const std::vector<size_t>& order) {
 
 bool SweepScheduler::start_what_fits(Launcher& launcher) {
   bool waiting_for_gpus = false;
+  waiting_for_.reset();
   std::map<std::string, int> busy_from;  // GPU type -> the fewest a claim of failed this pass
   for (auto it = pending_.begin(); it != pending_.end() && !stopped_;) {
     if (static_cast<int>(running_.size()) >= parallel_) break;
@@ -48,6 +49,7 @@ bool SweepScheduler::start_what_fits(Launcher& launcher) {
     if (launcher.start(cell, *decision.grant) == Launcher::Outcome::kGpusBusy) {
       ledger_.settle(decision.grant->reserved, 0);
       waiting_for_gpus = true;
+      if (!waiting_for_ && gpus.count > 0) waiting_for_ = gpus;
       if (gpus.count > 0) {
         auto [b, fresh] = busy_from.emplace(gpus.type, gpus.count);
         if (!fresh) b->second = std::min(b->second, gpus.count);

@@ -60,6 +60,9 @@ class SweepScheduler {
   // Starts what fits now. Returns true when a cell waits for GPUs held outside the sweep (the
   // caller looks again soon: they free up without an event the sweep sees).
   bool start_what_fits(Launcher& launcher);
+  // The GPUs of the first cell, in order, that the last start_what_fits found busy: what the
+  // sweep waits for in the machine's queue (store/gpu_queue.h). nullopt when none waited.
+  const std::optional<GpuRequest>& waiting_for() const { return waiting_for_; }
   // A running cell ended; `cost` is what it really cost. Its reservation is released.
   void ended(size_t cell, double cost);
   // A stop request (Ctrl-C): nothing more starts; running cells end on their own.
@@ -85,6 +88,7 @@ class SweepScheduler {
   std::vector<size_t> pending_;       // cell order
   std::map<size_t, Pending> demand_;  // by cell
   std::map<size_t, double> running_;  // cell -> reserved
+  std::optional<GpuRequest> waiting_for_;
 };
 
 // How a sweep was asked to end early: not, by Ctrl-C or a hang-up (interrupted), or by SIGTERM,

@@ -13,6 +13,7 @@
 #include "core/lifecycle.h"
 #include "core/parse.h"
 #include "store/gpu_locks.h"
+#include "store/gpu_queue.h"
 #include "store/impl.h"
 #include "store/job_rows.h"
 #include "store/outcome_file.h"
@@ -71,7 +72,8 @@ std::set<int> drop_dead_claims(Db& db) {
 
 std::optional<std::vector<int>> Store::claim_gpus(int64_t job_id, const std::string& type,
                                                   int count, const std::vector<Gpu>& inventory,
-                                                  int64_t owner_pid, int64_t owner_start) {
+                                                  int64_t owner_pid, int64_t owner_start,
+                                                  const GpuWaiter* waiting) {
   if (count <= 0) return std::vector<int>{};
   auto lock = impl_->lock();
   Db& db = impl_->db;
@@ -81,8 +83,12 @@ std::optional<std::vector<int>> Store::claim_gpus(int64_t job_id, const std::str
   std::set<int> held = drop_dead_claims(db);
 
   std::vector<Gpu> candidates;
-  for (const Gpu& g : inventory)
-    if (to_lower(g.type) == to_lower(type) && !held.count(g.index)) candidates.push_back(g);
+  std::set<int> of_type;  // every GPU of the type, held or not: what a waiter could be given
+  for (const Gpu& g : inventory) {
+    if (to_lower(g.type) != to_lower(type)) continue;
+    of_type.insert(g.index);
+    if (!held.count(g.index)) candidates.push_back(g);
+  }
   std::sort(candidates.begin(), candidates.end(),
             [](const Gpu& a, const Gpu& b) { return a.index < b.index; });
   candidates.erase(std::unique(candidates.begin(), candidates.end(),
@@ -93,7 +99,9 @@ std::optional<std::vector<int>> Store::claim_gpus(int64_t job_id, const std::str
   // All or none, and a failed attempt leaves the lock files untouched (gpu_locks.h).
   std::vector<int> wanted;
   for (const Gpu& g : candidates) wanted.push_back(g.index);
-  auto picked = lock_gpus(wanted, count, job_id, path());
+  // And first come, first served: what an older waiter needs stays free (gpu_queue.h).
+  const int leave = gpus_to_leave(type, static_cast<int>(of_type.size()), waiting);
+  auto picked = lock_gpus(wanted, count, job_id, path(), leave);
   if (!picked) {
     tx.commit();  // keep the cleanup of dead claims
     return std::nullopt;

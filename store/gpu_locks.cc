@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <map>
@@ -176,20 +177,26 @@ bool lock_gpu(int index, int64_t job_id, const std::string& store_path) {
 }
 
 std::optional<std::vector<int>> lock_gpus(const std::vector<int>& candidates, int count,
-                                          int64_t job_id, const std::string& store_path) {
+                                          int64_t job_id, const std::string& store_path,
+                                          int leave_free) {
   std::vector<std::pair<int, int>> taken;  // index, fd
+  const int needed = count + std::max(0, leave_free);
   try {
     for (int index : candidates) {
-      if (static_cast<int>(taken.size()) == count) break;
+      if (static_cast<int>(taken.size()) == needed) break;
       if (int fd = take_lock(index); fd >= 0) taken.push_back({index, fd});
     }
   } catch (...) {
     for (auto [index, fd] : taken) ::close(fd);
     throw;
   }
-  if (static_cast<int>(taken.size()) < count) {
+  if (static_cast<int>(taken.size()) < needed) {
     for (auto [index, fd] : taken) ::close(fd);  // unwritten: as it was before
     return std::nullopt;
+  }
+  while (static_cast<int>(taken.size()) > count) {  // the ones left free, as they were
+    ::close(taken.back().second);
+    taken.pop_back();
   }
   std::vector<int> out;
   for (auto [index, fd] : taken) {
@@ -203,7 +210,9 @@ GpuReleaseWatch::GpuReleaseWatch() {
   fd_ = ::inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
   if (fd_ < 0) return;
   try {
-    if (::inotify_add_watch(fd_, gpu_lock_dir().c_str(), IN_MODIFY | IN_ATTRIB) >= 0) return;
+    // IN_DELETE: a waiter left the queue (gpu_queue.h), so what it held back is free to claim.
+    if (::inotify_add_watch(fd_, gpu_lock_dir().c_str(), IN_MODIFY | IN_ATTRIB | IN_DELETE) >= 0)
+      return;
   } catch (const Fatal&) {
   }
   ::close(fd_);

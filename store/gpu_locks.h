@@ -46,11 +46,15 @@ bool lock_gpu(int index, int64_t job_id, const std::string& store_path);
 // locked, or nullopt when fewer than `count` could be (then none stays locked). An attempt that
 // fails writes no lock file, so it wakes no GpuReleaseWatch (below): only a claim, a release or
 // a cgroup noted does.
+// With leave_free > 0 it also needs that many more of candidates free (locked for a moment,
+// unwritten, and let go), or it locks none.
 std::optional<std::vector<int>> lock_gpus(const std::vector<int>& candidates, int count,
-                                          int64_t job_id, const std::string& store_path);
+                                          int64_t job_id, const std::string& store_path,
+                                          int leave_free = 0);
 
 // Wakes a process waiting for GPUs when a lock file changes (inotify on the folder, IN_MODIFY and
-// IN_ATTRIB): a claim writes a file; a release empties it and, once unlocked, touches its times.
+// IN_ATTRIB): a claim writes a file; a release empties it and, once unlocked, touches its times;
+// and when a waiter leaves the queue (IN_DELETE, gpu_queue.h).
 // Not when a holder dies without releasing (the kernel drops its lock and the file stays as it
 // was), so a waiter still looks again now and then. fd() polls readable after a change; drain()
 // empties it before the next look.

@@ -52,6 +52,7 @@ struct SweepRecord {
 };
 
 struct JobStats;  // store/job_stats.h
+class GpuWaiter;  // store/gpu_queue.h
 
 // Listing order is newest first (by id).
 struct JobFilter {
@@ -110,9 +111,13 @@ class Store {
   // store claims it and no other store on the machine holds its lock (gpu_locks.h), which the
   // calling process then holds until release_gpus or its exit. Returns the indices, or nullopt
   // when not enough are free now. Lowest free indices first; the job's gpu_indices are updated.
+  // The claim leaves free what the oldest waiter for that type queued before `waiting` needs
+  // (gpu_queue.h; before any claimant that is not waiting: nullptr): it fails, as when busy,
+  // when it would take GPUs such a waiter needs.
   std::optional<std::vector<int>> claim_gpus(int64_t job_id, const std::string& type, int count,
                                              const std::vector<Gpu>& inventory, int64_t owner_pid,
-                                             int64_t owner_start);
+                                             int64_t owner_start,
+                                             const GpuWaiter* waiting = nullptr);
   void release_gpus(int64_t job_id);  // deletes the job's claims; this process's locks go too
   // Indices currently claimed (live owners only).
   std::vector<int> claimed_gpus();

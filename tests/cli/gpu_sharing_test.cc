@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -22,9 +23,11 @@ std::map<std::string, std::string> h100s(const NodusHome& home, int count) {
           {"NODUS_PRICES", write_test_prices(home)}};
 }
 
-// Waits until job `id` of `home` is in `state` (show's json), for up to 30 s.
+// Waits until job `id` of `home` is in `state` (show's json), for up to 30 s of wall time (not a
+// count of looks: under a sanitizer on a loaded machine one `nodus show` can take half a second).
 bool job_reaches(const NodusHome& home, const std::string& id, const std::string& state) {
-  for (int i = 0; i < 600; ++i) {
+  const double until = now_seconds() + 30;
+  while (now_seconds() < until) {
     auto r = home.run({"show", id, "--format", "json"});
     if (r.code == 0 && nlohmann::json::parse(r.out).value("state", "") == state) return true;
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
@@ -145,6 +148,103 @@ TEST(GpuSharing, AGpuHeldByAnotherStoreIsNamedWhereItIsRefused) {
   EXPECT_EQ(a.run({"wait", id}, h100s(a, 1)).code, 0);
   auto second = b.run({"run", "--gpu", "H100", "--no-wait", "--", "true"}, h100s(b, 1));
   EXPECT_EQ(second.code, 0) << second.err;
+}
+
+TEST(GpuSharing, TheQueueIsShownAndNamedToTheNextInLine) {
+  NodusHome home;
+  auto env = h100s(home, 1);
+  env["NODUS_GPU_QUEUE_AFTER"] = "0";  // first come, first served at once
+  const std::string go = home.file("go");
+  auto holder = home.run({"run", "-d", "--gpu", "H100", "--", "sh", "-c",
+                          "while [ ! -e " + go + " ]; do sleep 0.05; done"},
+                         env);
+  ASSERT_EQ(holder.code, 0) << holder.err;
+  const std::string first_out = home.file("first"), second_out = home.file("second");
+  pid_t first = home.start({"run", "--gpu", "H100", "--", "true"}, env, first_out);
+  ASSERT_TRUE(job_reaches(home, "2", "waiting")) << read_file(first_out + ".err");
+  // In line once its first look failed: `nodus gpus` shows it, and who comes next is told.
+  std::string gpus;
+  for (int i = 0; i < 200 && gpus.find("waiting #1") == std::string::npos; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    gpus = home.run({"gpus"}, env).err;
+  }
+  const std::string job2 = "1 x H100-SXM for job 2 of " + home.path() + "/nodus.db";
+  EXPECT_NE(gpus.find("nodus: waiting #1: " + job2 + " (pid "), std::string::npos) << gpus;
+  pid_t second = home.start({"run", "--gpu", "H100", "--", "true"}, env, second_out);
+  ASSERT_TRUE(job_reaches(home, "3", "waiting")) << read_file(second_out + ".err");
+  std::string said;  // the waiting line comes after the row's state, at the first failed look
+  for (int i = 0; i < 400 && said.find("waiting for") == std::string::npos; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(25));
+    said = read_file(second_out + ".err");
+  }
+  EXPECT_NE(said.find("; first in line: " + job2), std::string::npos) << said;
+  write_file(go, "");
+  EXPECT_EQ(wait_exit(first, std::chrono::seconds(60)), 0) << read_file(first_out + ".err");
+  EXPECT_EQ(wait_exit(second, std::chrono::seconds(60)), 0) << read_file(second_out + ".err");
+  auto a = show_json(home, "2"), b = show_json(home, "3");
+  EXPECT_LE(a["started_at"].get<double>(), b["started_at"].get<double>()) << "served out of order";
+  EXPECT_EQ(home.run({"gpus"}, env).err.find("waiting #"), std::string::npos) << "left in line";
+}
+
+// First come, first served (store/gpu_queue.h): a job that needs both GPUs, started while a
+// sweep of 1-GPU cells runs, gets them when both are next free, not after the sweep's last cell.
+// Before, every cell's end was taken at once by the sweep's next cell, and the wide job waited
+// for the whole sweep. The wide job is a run (it waits in its supervisor) or a cell of a second
+// sweep (it waits in that sweep). Each narrow cell runs until its own file exists, so which cells
+// run when the wide job asks, and when they end, is the test's doing, not the machine's speed:
+// the first two cells run, the wide job waits in line past the queue's grace (0.2 s here, 10 s by
+// default: until then claims that fit may still pass a waiter over), then every cell may end.
+// The sweep's third cell must not start before the wide job. (A cell also ends once the test's
+// home is gone: a failed assertion leaves nothing running.)
+void expect_wide_job_not_passed_over(const std::vector<std::string>& wide_command) {
+  NodusHome home;
+  auto env = h100s(home, 2);
+  env["NODUS_GPU_QUEUE_AFTER"] = "0.2s";
+  const std::string go = home.file("go-"), out = home.file("sweep"), wide_out = home.file("wide");
+  pid_t sweep = home.start(
+      {"sweep", "-p", "i=1..8", "--gpu", "H100", "--", "sh", "-c",
+       "while [ ! -e " + go + "$0 ] && [ -d " + home.path() + " ]; do sleep 0.02; done", "{i}"},
+      env, out);
+  ASSERT_TRUE(job_reaches(home, "1", "running")) << read_file(out + ".err");
+  ASSERT_TRUE(job_reaches(home, "2", "running")) << read_file(out + ".err");
+  pid_t wide = home.start(wide_command, env, wide_out);
+  std::string gpus;
+  for (const double until = now_seconds() + 30;
+       now_seconds() < until && gpus.find("waiting #1: 2 x") == std::string::npos;) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    gpus = home.run({"gpus"}, env).err;
+  }
+  ASSERT_NE(gpus.find("waiting #1: 2 x"), std::string::npos)
+      << gpus << read_file(wide_out + ".err");
+  std::this_thread::sleep_for(std::chrono::milliseconds(400));  // past the grace
+  for (int i = 1; i <= 8; ++i) write_file(go + std::to_string(i), "");
+  EXPECT_EQ(wait_exit(wide, std::chrono::seconds(120)), 0) << read_file(wide_out + ".err");
+  EXPECT_EQ(wait_exit(sweep, std::chrono::seconds(120)), 0) << read_file(out + ".err");
+  auto jobs = nlohmann::json::parse(home.run({"ps", "-a", "--format", "json"}).out);
+  double wide_start = -1;
+  std::vector<double> cell_starts;
+  for (const auto& job : jobs) {
+    ASSERT_EQ(job["state"], "completed") << job.dump();
+    const double started = job["started_at"].get<double>();
+    if (job["gpu_count"] == 2) {
+      if (wide_start < 0 || started < wide_start) wide_start = started;
+    } else {
+      cell_starts.push_back(started);
+    }
+  }
+  ASSERT_EQ(cell_starts.size(), 8u) << jobs.dump(1);
+  std::sort(cell_starts.begin(), cell_starts.end());
+  ASSERT_GT(wide_start, 0) << jobs.dump();
+  EXPECT_LT(wide_start, cell_starts[2]) << "a 1-GPU cell passed the waiting 2-GPU job over:\n"
+                                        << jobs.dump(1);
+}
+
+TEST(GpuSharing, AWideRunIsNotPassedOverByASweepOfNarrowCells) {
+  expect_wide_job_not_passed_over({"run", "--gpu", "H100:2", "--", "true"});
+}
+
+TEST(GpuSharing, AWideSweepCellIsNotPassedOverByASweepOfNarrowCells) {
+  expect_wide_job_not_passed_over({"sweep", "-p", "j=1,2", "--gpu", "H100:2", "--", "true"});
 }
 
 }  // namespace
