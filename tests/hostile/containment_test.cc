@@ -10,6 +10,8 @@
 #include <signal.h>
 
 #include <filesystem>
+#include <fstream>
+#include <thread>
 
 #include "hostile/hostile_util.h"
 
@@ -17,6 +19,22 @@ namespace nodus::testing {
 namespace {
 
 using namespace std::chrono_literals;
+
+// True once `count` processes named `sleep` whose command lines hold marker run, within limit:
+// the job's own, not nodus's (whose command line holds the marker too) nor a shell's.
+bool wait_for_sleeps(const std::string& marker, size_t count, std::chrono::milliseconds limit) {
+  for (auto until = std::chrono::steady_clock::now() + limit;
+       std::chrono::steady_clock::now() < until; std::this_thread::sleep_for(20ms)) {
+    size_t found = 0;
+    for (pid_t pid : processes_with(marker)) {
+      std::ifstream comm("/proc/" + std::to_string(pid) + "/comm");
+      std::string name;
+      if (std::getline(comm, name) && name == "sleep") ++found;
+    }
+    if (found >= count) return true;
+  }
+  return false;
+}
 
 const std::map<std::string, std::string> kGpus = {{"NODUS_LOCAL_GPUS", "H100:2"}};
 
@@ -149,7 +167,9 @@ TEST(Fallback, WithoutCgroupsTheSentinelStillKillsTheSessionWhenTheSupervisorDie
   const std::string marker = unique_marker("77777");
   pid_t nodus = home.start({"run", "--", "bash", "-c", "sleep " + marker + " & sleep " + marker},
                            {{"NODUS_CGROUP", "off"}});
-  ASSERT_TRUE(wait_for_processes(marker, 2, 10s));
+  // Both sleeps: nodus's own command line holds the marker, and so did the forked sentinel's
+  // (now `nodus __sentinel`), so "two processes" could be met before the job had started.
+  ASSERT_TRUE(wait_for_sleeps(marker, 2, 10s));
   ASSERT_EQ(kill(nodus, SIGKILL), 0);
   EXPECT_EQ(wait_exit(nodus, 5s), 128 + SIGKILL);
   auto left = survivors_after(marker, 5s);
