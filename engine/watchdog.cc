@@ -4,7 +4,7 @@ namespace nodus::engine {
 
 Watchdog::Watchdog(std::function<std::optional<Time>()> next, std::function<void(Time)> fire)
     : next_(std::move(next)), fire_(std::move(fire)) {
-  if (next_()) thread_ = std::thread([this] { loop(); });
+  poke();
 }
 
 Watchdog::~Watchdog() {

@@ -10,8 +10,6 @@
 #include <signal.h>
 
 #include <filesystem>
-#include <fstream>
-#include <thread>
 
 #include "hostile/hostile_util.h"
 
@@ -19,22 +17,6 @@ namespace nodus::testing {
 namespace {
 
 using namespace std::chrono_literals;
-
-// True once `count` processes named `sleep` whose command lines hold marker run, within limit:
-// the job's own, not nodus's (whose command line holds the marker too) nor a shell's.
-bool wait_for_sleeps(const std::string& marker, size_t count, std::chrono::milliseconds limit) {
-  for (auto until = std::chrono::steady_clock::now() + limit;
-       std::chrono::steady_clock::now() < until; std::this_thread::sleep_for(20ms)) {
-    size_t found = 0;
-    for (pid_t pid : processes_with(marker)) {
-      std::ifstream comm("/proc/" + std::to_string(pid) + "/comm");
-      std::string name;
-      if (std::getline(comm, name) && name == "sleep") ++found;
-    }
-    if (found >= count) return true;
-  }
-  return false;
-}
 
 const std::map<std::string, std::string> kGpus = {{"NODUS_LOCAL_GPUS", "H100:2"}};
 

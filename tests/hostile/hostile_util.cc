@@ -125,6 +125,18 @@ bool wait_for_processes(const std::string& marker, size_t count, std::chrono::mi
   return false;
 }
 
+bool wait_for_sleeps(const std::string& marker, size_t count, std::chrono::milliseconds limit) {
+  const double until = now_seconds() + limit.count() / 1000.0;
+  while (now_seconds() < until) {
+    size_t found = 0;
+    for (pid_t pid : processes_with(marker))
+      if (slurp("/proc/" + std::to_string(pid) + "/comm") == "sleep\n") ++found;
+    if (found >= count) return true;
+    poll(nullptr, 0, 20);
+  }
+  return false;
+}
+
 std::string job_cgroup(const nlohmann::json& job) {
   const std::string note = job.value("note", "");
   const std::string key = "contained by cgroup ";

@@ -27,14 +27,18 @@ std::vector<pid_t> survivors_after(const std::string& marker, std::chrono::milli
 // Waits until at least `count` processes carry marker (the job got going); false on timeout.
 bool wait_for_processes(const std::string& marker, size_t count, std::chrono::milliseconds limit);
 
+// Waits until at least `count` of those processes are named `sleep`: the job's own, not nodus's
+// (whose command line holds the marker too) nor a shell's; false on timeout.
+bool wait_for_sleeps(const std::string& marker, size_t count, std::chrono::milliseconds limit);
+
 // The cgroup a job's record names ("contained by cgroup PATH"), "" when it names none.
 std::string job_cgroup(const nlohmann::json& job);
 
 // True when the cgroup folder is gone or holds no process.
 bool cgroup_empty(const std::string& path);
 
-// The pid of the `nodus __supervise` process whose NODUS_HOME is home's (not its sentinel, a
-// fork with the same command line); -1 when none.
+// The pid of the `nodus __supervise` process whose NODUS_HOME is home's (not its sentinel);
+// -1 when none.
 pid_t supervise_process(const NodusHome& home);
 // Its sentinel (named nodus-sentinel): -1 when none.
 pid_t sentinel_process(const NodusHome& home);

@@ -7,27 +7,12 @@
 #include <signal.h>
 #include <unistd.h>
 
-#include <fstream>
-
 #include "hostile/hostile_util.h"
 
 namespace nodus::testing {
 namespace {
 
 using namespace std::chrono_literals;
-
-// True once a `sleep` whose command line holds marker runs, within limit.
-bool wait_for_sleep(const std::string& marker, std::chrono::milliseconds limit) {
-  for (auto until = std::chrono::steady_clock::now() + limit;
-       std::chrono::steady_clock::now() < until; usleep(20'000)) {
-    for (pid_t pid : processes_with(marker)) {
-      std::ifstream comm("/proc/" + std::to_string(pid) + "/comm");
-      std::string name;
-      if (std::getline(comm, name) && name == "sleep") return true;
-    }
-  }
-  return false;
-}
 
 TEST(OrphanCgroup, KillingSupervisorAndSentinelTogetherThenPsLeavesNothing) {
   if (!cgroups_available()) GTEST_SKIP() << "no usable cgroup v2 on this machine";
@@ -48,7 +33,7 @@ TEST(OrphanCgroup, KillingSupervisorAndSentinelTogetherThenPsLeavesNothing) {
   // Its sleep: the job is past its start and made its cgroup below. Not a count of processes
   // with the marker: the shell's $(...) is a fork of it with the same command line, and killing
   // the enforcers that early kills the shell (it dies with its supervisor) before any sleep runs.
-  ASSERT_TRUE(wait_for_sleep(marker, 10s)) << "the job never started";
+  ASSERT_TRUE(wait_for_sleeps(marker, 1, 10s)) << "the job never started";
   // Read while the supervisor lives: any nodus command that lists jobs (show too) reconciles.
   std::string cgroup = job_cgroup(show_json(home, "1"));
   for (int i = 0; i < 100 && cgroup.empty(); ++i) {  // the row is written just after the launch
