@@ -314,3 +314,45 @@ TEST(BadInputSupervise, AnythingButATicketOnStdinIsOneLineAnd125) {
 
 }  // namespace
 }  // namespace nodus::testing
+
+namespace nodus::testing {
+namespace {
+
+// `__sentinel` is started by a local job's supervisor only: typed by a user, with arguments that
+// are not a sentinel's, it is one line and 125, and it touches nothing.
+TEST(BadInputSentinel, ArgumentsThatAreNotASentinelsAreOneLineAnd125) {
+  NodusHome home;
+  for (const std::vector<std::string>& args : {std::vector<std::string>{"__sentinel"},
+                                               {"__sentinel", "x", "0", "4", "t", ""},
+                                               {"__sentinel", "-1", "0", "-1", "t", ""},
+                                               {"__sentinel", "12x", "0", "-1", "t", ""}}) {
+    auto r = home.run(args);
+    EXPECT_EQ(r.code, 125) << args.size();
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+    EXPECT_NE(r.err.find("__sentinel: not a sentinel's arguments"), std::string::npos) << r.err;
+  }
+  EXPECT_FALSE(std::filesystem::exists(home.file("nodus.db")));
+}
+
+// A mistyped NODUS_GPU_QUEUE_AFTER is named before anything runs or is stored.
+TEST(BadInputEnv, AMistypedQueueGraceIsOneLineAnd125AndNothingRuns) {
+  NodusHome home;
+  const std::map<std::string, std::string> env{{"NODUS_LOCAL_GPUS", "H100:2"},
+                                               {"NODUS_GPU_QUEUE_AFTER", "soon"}};
+  const std::string ran = home.file("ran");
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"run", "--gpu", "H100", "--", "touch", ran},
+        {"sweep", "-p", "i=1,2", "--gpu", "H100", "--", "touch", ran}}) {
+    auto r = home.run(args, env);
+    EXPECT_EQ(r.code, 125) << args[0] << ": " << r.err;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+    EXPECT_NE(r.err.find("NODUS_GPU_QUEUE_AFTER: invalid value 'soon'"), std::string::npos)
+        << r.err;
+  }
+  EXPECT_FALSE(std::filesystem::exists(ran));
+  auto ps = home.run({"ps", "-a", "--format", "json"});
+  EXPECT_EQ(nlohmann::json::parse(ps.out).size(), 0u) << ps.out;
+}
+
+}  // namespace
+}  // namespace nodus::testing
