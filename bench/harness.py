@@ -1119,9 +1119,10 @@ def cmd_report(a):
     L = ["# nodus benchmarks", "",
          "Written by `bench/run.sh` (rerun it to refresh every number). Every peer ran in the same run on the",
          "same machine as nodus, interleaved with it rep by rep. Figures are **median (min-max)** over the",
-         "repeats stated; ratios are of medians. The machine is a shared 2-core VM where other builds run",
-         "at the same time (load average below), so absolute times are noisy; ratios measured side by side",
-         "are the figures to read.", ""]
+         "repeats stated; ratios are of medians. " + (a.about or
+         "The machine is a shared 2-core VM where other builds run\n"
+         "at the same time (load average below), so absolute times are noisy; ratios measured side by side\n"
+         "are the figures to read."), ""]
     L += machine_section(meta)
     verdicts = []
 
@@ -1331,7 +1332,7 @@ def cmd_report(a):
                 L += ["", f"{e['callgrind']['instructions']} instructions in all:", "", "```"] + e["callgrind"]["top"] + ["```"]
 
     notes = os.path.join(os.path.dirname(os.path.abspath(__file__)), "ANALYSIS.md")
-    if os.path.exists(notes):
+    if os.path.exists(notes) and not a.no_analysis:
         with open(notes) as f:
             L += ["", f.read().rstrip()]
 
@@ -1444,6 +1445,9 @@ def main():
     p.add_argument("--build-label", default="Release (-O3 -DNDEBUG), build-bench")
     p = add("report", cmd_report)
     p.add_argument("--out", required=True)
+    p.add_argument("--about", default="", help="what the machine is (default: this 2-core VM)")
+    p.add_argument("--no-analysis", action="store_true",
+                   help="leave out bench/ANALYSIS.md (written from this VM's profiles)")
     a = ap.parse_args()
     a.fn(a)
 
