@@ -58,7 +58,8 @@ Command add_ps(CLI::App& app) {
   sub->add_option("--state", cmd->state, "only jobs in this state")
       ->type_name("STATE")
       ->check(CLI::IsMember({"waiting", "starting", "running", "completed", "failed", "timeout",
-                             "cost-cap", "low-util", "stopped", "cancelled", "lost", "budget"}));
+                             "cost-cap", "low-util", "stopped", "cancelled", "lost", "budget",
+                             "tampered"}));
   add_format_flag(sub, cmd->format);
   return {sub, [cmd] { return (*cmd)(); }};
 }

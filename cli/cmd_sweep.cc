@@ -265,6 +265,94 @@ void restore_flags(SweepFlags& f, const store::SweepRecord& sweep,
   if (f.budget.empty()) f.budget = d.value("budget", "");
 }
 
+// The flags restore_flags takes from a resumed sweep's definition, each as it reads in
+// SweepFlags. Given to `--resume SWEEP` without a command, a value other than the sweep's would
+// be replaced without a word (a new --max-cost dropped, the cells run uncapped as before), so
+// refuse_changes refuses it instead.
+struct DefinitionFlag {
+  const char* option;  // its name as CLI11 knows it
+  std::string (*value)(const SweepFlags&);
+  bool secret = false;  // its value may hold a secret: not echoed
+};
+
+std::string joined(const std::vector<std::string>& values) {
+  std::string out;
+  for (const std::string& v : values) out += v + "\n";
+  return out;
+}
+
+const DefinitionFlag kDefinitionFlags[] = {
+    {"--param", [](const SweepFlags& f) { return joined(f.params); }},
+    {"--gpu", [](const SweepFlags& f) { return f.run.gpu; }},
+    {"--max-cost", [](const SweepFlags& f) { return f.run.max_cost; }},
+    {"--timeout", [](const SweepFlags& f) { return f.run.timeout; }},
+    {"--grace", [](const SweepFlags& f) { return f.run.grace; }},
+    {"--env",
+     [](const SweepFlags& f) {
+       auto env = f.run.env;
+       std::sort(env.begin(), env.end());
+       return joined(env);
+     },
+     true},
+    {"--workdir",
+     [](const SweepFlags& f) {
+       if (f.run.workdir.empty()) return std::string();
+       std::error_code ec;
+       auto dir = std::filesystem::weakly_canonical(std::filesystem::absolute(f.run.workdir), ec);
+       return ec ? f.run.workdir : dir.string();
+     }},
+    {"--image", [](const SweepFlags& f) { return f.run.image; }},
+    {"--backend", [](const SweepFlags& f) { return f.run.backend; }},
+    {"--metric-regex", [](const SweepFlags& f) { return joined(f.run.metric_regex); }},
+    {"--throughput", [](const SweepFlags& f) { return f.run.throughput; }},
+    {"--min-util", [](const SweepFlags& f) { return f.run.min_util; }},
+    {"--util-window", [](const SweepFlags& f) { return f.run.util_window; }},
+    {"--sample-interval", [](const SweepFlags& f) { return f.run.sample_interval; }},
+    {"--measure", [](const SweepFlags& f) { return f.run.measure; }},
+    {"--warmup", [](const SweepFlags& f) { return f.run.warmup; }},
+    {"--no-instrument",
+     [](const SweepFlags& f) { return std::string(f.run.no_instrument ? "on" : "off"); }},
+    {"--cpus-per-gpu", [](const SweepFlags& f) { return std::to_string(f.run.cpus_per_gpu); }},
+    {"--profile", [](const SweepFlags& f) { return std::string(f.run.profile ? "on" : "off"); }},
+    {"--loader", [](const SweepFlags& f) { return joined(f.run.loader); }},
+    {"--tf32", [](const SweepFlags& f) { return std::string(f.run.tf32 ? "on" : "off"); }},
+    {"--log-limit", [](const SweepFlags& f) { return f.run.log_limit; }},
+    {"--sample", [](const SweepFlags& f) { return std::to_string(f.sample); }},
+    {"--seed", [](const SweepFlags& f) { return std::to_string(f.seed); }},
+    {"--repeat", [](const SweepFlags& f) { return std::to_string(f.repeat); }},
+};
+
+// The definition flags given on the command line (CLI11 counted them).
+std::vector<std::string> given_definition_flags(CLI::App& sub) {
+  std::vector<std::string> out;
+  for (const DefinitionFlag& flag : kDefinitionFlags)
+    if (const CLI::Option* o = sub.get_option_no_throw(flag.option); o && o->count() > 0)
+      out.push_back(flag.option);
+  return out;
+}
+
+// `typed`: the flags as given; `restored`: after restore_flags. A given flag whose value is not
+// the sweep's is refused (exit 125): a resumed sweep runs its cells as they were defined.
+void refuse_changes(const SweepFlags& typed, const SweepFlags& restored,
+                    const std::vector<std::string>& given, const store::SweepRecord& sweep) {
+  for (const DefinitionFlag& flag : kDefinitionFlags) {
+    if (std::find(given.begin(), given.end(), flag.option) == given.end()) continue;
+    const std::string mine = flag.value(typed), theirs = flag.value(restored);
+    if (mine == theirs) continue;
+    auto shown = [](std::string v) {
+      while (!v.empty() && v.back() == '\n') v.pop_back();
+      std::replace(v.begin(), v.end(), '\n', ' ');
+      return v.empty() ? std::string("none") : "'" + redact_value(v) + "'";
+    };
+    const std::string what = flag.secret ? std::string(flag.option) + " differs from the sweep's"
+                                         : std::string(flag.option) + " " + shown(mine) +
+                                               " is not the sweep's (" + shown(theirs) + ")";
+    throw Fatal("--resume " + sweep_label(sweep) + ": " + what +
+                "; a resumed sweep runs its cells as they were defined: leave " + flag.option +
+                " out, or start a new sweep");
+  }
+}
+
 // A sweep ready to run: its cells and what the runner needs.
 struct Plan {
   engine::JobRequest request;
@@ -281,6 +369,8 @@ struct Plan {
 
 struct SweepCommand {
   SweepFlags f;
+  std::vector<std::string> given;  // the definition flags on the command line
+  bool budget_given = false;       // --budget on the command line
 
   // --gpu with placeholders (H100:{gpus}): each cell's GPUs are its value of the template.
   bool gpu_per_cell() const { return f.run.gpu.find_first_of("{}") != std::string::npos; }
@@ -354,11 +444,6 @@ struct SweepCommand {
     if (!f.budget.empty()) p.budget = value_or_throw(parse_usd(f.budget, "--budget"));
     const bool any_gpu = std::any_of(requests.begin(), requests.end(),
                                      [](const auto& r) { return !r.second.gpu.none(); });
-    const bool any_cpu_only = std::any_of(requests.begin(), requests.end(),
-                                          [](const auto& r) { return r.second.gpu.none(); });
-    if (p.budget && any_cpu_only)
-      throw Fatal("--budget " + format_usd(*p.budget) +
-                  ": CPU-only cells have no catalog rate; add --gpu TYPE[:COUNT]");
     if (f.parallel < 0)
       throw Fatal("--parallel: invalid value '" + std::to_string(f.parallel) +
                   "': expected 1 or more");
@@ -402,6 +487,14 @@ struct SweepCommand {
     in.gpu_template = gpu_template;
     in.gpu_bases = std::move(gpu_bases);
     p.cells = engine::plan_cells(in, p.grid, *p.tmpl);
+    // A budget is kept by what the cells cost: a cell without GPUs costs nothing unless the
+    // machine has a rate (--rate, NODUS_LOCAL_USD_PER_HOUR).
+    if (p.budget && std::any_of(p.cells.begin(), p.cells.end(), [](const engine::PlannedCell& c) {
+          return c.job.gpu_count == 0 && !(c.job.rate_per_gpu_hour > 0);
+        }))
+      throw Fatal("--budget " + format_usd(*p.budget) +
+                  ": cells without GPUs are billed at no rate here; add --gpu TYPE[:COUNT], or "
+                  "give the machine's rate (--rate USD_PER_HOUR or NODUS_LOCAL_USD_PER_HOUR)");
     p.parallel = f.parallel > 0 ? f.parallel : parallel;
     return p;
   }
@@ -472,7 +565,11 @@ struct SweepCommand {
     if (!f.resume.empty()) {
       store = open_store();
       resumed = engine::resumable_sweep(*store, f.resume);
-      if (f.run.command.empty()) restore_flags(f, *resumed);
+      if (f.run.command.empty()) {
+        const SweepFlags typed = f;
+        restore_flags(f, *resumed);
+        refuse_changes(typed, f, given, *resumed);
+      }
     }
     Plan p = plan();
     if (resumed && resumed->definition_hash != p.hash)
@@ -489,6 +586,12 @@ struct SweepCommand {
     store::SweepRecord sweep;
     if (resumed) {
       sweep = *resumed;
+      // --resume s3 --budget 20: the sweep's budget from now on, as the store and every listing
+      // say it (and a later --resume takes it).
+      if (budget_given && p.budget != sweep.budget) {
+        sweep.budget = p.budget;
+        (*sweep.definition)["budget"] = f.budget;
+      }
       engine::mark_done(p.cells, store->sweep_cells(sweep.id));
     } else {
       sweep.name = f.run.name;
@@ -723,6 +826,8 @@ Command add_sweep(CLI::App& app) {
       ->type_name("NAME[:DIR]");
   add_format_flag(sub, cmd->f.format);
   return {sub, [cmd, sub] {
+            cmd->given = given_definition_flags(*sub);
+            cmd->budget_given = sub->get_option("--budget")->count() > 0;
             auto rest = job_command();
             if (!rest.empty()) cmd->f.run.command = rest;
             if (!cmd->f.file.empty()) {

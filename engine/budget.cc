@@ -45,7 +45,7 @@ std::optional<double> worst_case_cost(int gpus, double rate, std::optional<doubl
     double by_time = cost_usd(gpus, rate, (*timeout_ms + grace_ms) / 1000.0);
     worst = worst ? std::min(*worst, by_time) : by_time;
   }
-  if (gpus == 0 || rate == 0) return 0.0;
+  if (!(rate > 0)) return 0.0;  // nothing bills it (a job without GPUs and no machine rate)
   return worst;
 }
 

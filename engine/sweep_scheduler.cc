@@ -79,10 +79,16 @@ std::string sweep_outcome(SweepStop stop, bool skipped_for_budget,
     return "completed";
   bool budget_stops = std::any_of(cell_states.begin(), cell_states.end(), is(JobState::kBudget));
   if (skipped_for_budget || budget_stops) return "budget";
-  bool capped = std::all_of(cell_states.begin(), cell_states.end(), [](JobState c) {
-    return c == JobState::kCompleted || c == JobState::kCostCap;
+  auto all_completed_or = [&](JobState s) {
+    return std::all_of(cell_states.begin(), cell_states.end(),
+                       [s](JobState c) { return c == JobState::kCompleted || c == s; });
+  };
+  if (all_completed_or(JobState::kCostCap)) return "cost-cap";
+  if (all_completed_or(JobState::kTimeout)) return "timeout";
+  const bool failed = std::any_of(cell_states.begin(), cell_states.end(), [](JobState c) {
+    return c == JobState::kFailed || c == JobState::kLost || c == JobState::kTampered;
   });
-  return capped ? "cost-cap" : "failed";
+  return failed ? "failed" : "incomplete";
 }
 
 }  // namespace nodus::engine

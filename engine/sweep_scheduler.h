@@ -98,7 +98,8 @@ enum class SweepStop { kNone, kInterrupted, kStopped };
 // A sweep's final state from its cells' final states (cells done in an earlier run count as
 // completed): stopped (`nodus stop`), interrupted (Ctrl-C), completed, budget (a cell skipped or
 // stopped for the budget), cost-cap (every cell that did not complete was stopped by its
-// --max-cost) or failed.
+// --max-cost), timeout (... by its --timeout), failed (a cell failed, was lost or tampered with),
+// or incomplete (cells were stopped otherwise, by limits of several kinds or a user: none failed).
 std::string sweep_outcome(SweepStop stop, bool skipped_for_budget,
                           const std::vector<JobState>& cell_states);
 

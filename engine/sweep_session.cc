@@ -101,6 +101,7 @@ int sweep_exit_code(const std::string& state) {
   if (state == "interrupted") return exit_code::kInterrupted;
   if (state == "stopped") return exit_code::kStopped;
   if (state == "budget" || state == "cost-cap") return exit_code::kCostCap;
+  if (state == "timeout") return exit_code::kTimeout;
   return 1;
 }
 

@@ -39,7 +39,7 @@ struct SweepRecord {
   // grid, options: whatever defines the cells (for resume); null until set
   JsonValue definition = JsonValue::null();
   std::string definition_hash;
-  std::string state = "running";  // running, completed, failed, interrupted, budget
+  std::string state = "running";  // running, then sweep_outcome's (engine/sweep_scheduler.h)
   std::optional<double> budget;
   double created_at = 0;
   std::optional<double> ended_at;

@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/fixtures.h"
+#include "core/job.h"
 
 namespace nodus::testing {
 namespace {
@@ -206,7 +207,7 @@ INSTANTIATE_TEST_SUITE_P(
         Case{sweep({"--gpu", "H100:{g}", "-p", "g=1,abc"}),
              {"--gpu H100:{g} is 'H100:abc' for some cells: invalid value 'H100:abc'"}},
         Case{sweep({"--gpu", "{g}", "-p", "g=H100,none", "--budget", "5"}),
-             {"--budget", "CPU-only cells"}},
+             {"--budget", "cells without GPUs are billed at no rate here"}},
         Case{sweep({"--gpu", "H100:{g}", "-p", "g=1,4"}),
              {"--gpu H100:{g} is 'H100:4' for some cells: more than this machine has"}},
         Case{run({"--gpu", "H100:{g}"}), {"--gpu", "'H100:{g}'"}},
@@ -294,6 +295,16 @@ namespace {
 
 // Only nodus starts `__supervise`, with a ticket on its stdin: anything else there is one line
 // naming what is wrong, exit 125, and nothing stored.
+// The other side of strictness: every state a job can be in is one `ps --state` takes.
+TEST(BadInputSuite, EveryJobStateIsAStatePsAccepts) {
+  NodusHome home;
+  for (int s = 0; s <= static_cast<int>(JobState::kTampered); ++s) {
+    const std::string state(to_string(static_cast<JobState>(s)));
+    auto r = home.run({"ps", "--state", state});
+    EXPECT_EQ(r.code, 0) << state << ": " << r.err;
+  }
+}
+
 TEST(BadInputSupervise, AnythingButATicketOnStdinIsOneLineAnd125) {
   NodusHome home;
   for (const char* text : {"{}", "not json", "", "{\"job_id\": \"one\"}"}) {

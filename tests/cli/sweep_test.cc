@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 
+#include <algorithm>
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -172,6 +173,74 @@ TEST(Sweep, ResumeRerunsOnlyUnfinishedCellsAndRefusesAChangedDefinition) {
   auto refused = home.run(changed);
   EXPECT_EQ(refused.code, 125);
   EXPECT_NE(refused.err.find("definition changed"), std::string::npos) << refused.err;
+}
+
+// `--resume s1` alone runs the cells as they were defined: a flag that would change them (a new
+// --max-cost, --timeout, --env, --param) is refused, with nothing run or stored, rather than
+// dropped without a word; the same value as the sweep's, and a new --budget, are taken.
+TEST(Sweep, ResumeRefusesFlagsThatWouldChangeTheCellsAndRecordsANewBudget) {
+  NodusHome home;
+  const std::map<std::string, std::string> gpus = {{"NODUS_LOCAL_GPUS", "H100:2"}};
+  const std::string ok = home.file("ok");
+  auto first = home.run({"sweep", "--gpu", "H100", "--rate", "360", "--budget", "5", "--grace",
+                         "100ms", "-p", "a=1", "--", "sh", "-c", "[ -e " + ok + " ]"},
+                        gpus);
+  ASSERT_EQ(first.code, 1) << first.err;
+  write_file(ok, "");
+  auto jobs = [&] { return nlohmann::json::parse(home.run({"ps", "-a", "--format", "json"}).out); };
+  const size_t before = jobs().size();
+  struct Refused {
+    std::vector<std::string> flags;
+    std::string says;
+  };
+  for (const Refused& r : std::vector<Refused>{
+           {{"--max-cost", "0.2"}, "--max-cost '0.2' is not the sweep's (none)"},
+           {{"--timeout", "2s"}, "--timeout '2s' is not the sweep's (none)"},
+           {{"--env", "HF_TOKEN=hf_secretvalue123"}, "--env differs from the sweep's"},
+           {{"-p", "a=2"}, "--param 'a=2' is not the sweep's ('a=1')"},
+           {{"--gpu", "H100:2"}, "--gpu 'H100:2' is not the sweep's ('H100')"}}) {
+    std::vector<std::string> args = {"sweep", "--resume", "s1"};
+    args.insert(args.end(), r.flags.begin(), r.flags.end());
+    auto refused = home.run(args, gpus);
+    EXPECT_EQ(refused.code, 125) << refused.err;
+    EXPECT_NE(refused.err.find(r.says), std::string::npos) << refused.err;
+    EXPECT_EQ(std::count(refused.err.begin(), refused.err.end(), '\n'), 1) << refused.err;
+    EXPECT_EQ(refused.err.find("hf_secretvalue123"), std::string::npos) << refused.err;
+  }
+  EXPECT_EQ(jobs().size(), before);
+  auto resumed = home.run({"sweep", "--resume", "s1", "--gpu", "H100", "--budget", "20"}, gpus);
+  EXPECT_EQ(resumed.code, 0) << resumed.err;
+  auto sweeps = nlohmann::json::parse(home.run({"sweeps", "--format", "json"}).out);
+  EXPECT_EQ(sweeps[0]["state"], "completed");
+  EXPECT_EQ(sweeps[0]["budget_usd"], 20.0) << sweeps;
+}
+
+// A sweep whose only unfinished cell hit its --timeout ended by the timeout, not by a failure:
+// state timeout, exit 124, and no failed cell counted.
+TEST(Sweep, ACellsTimeoutIsTheSweepsStateNotAFailure) {
+  NodusHome home;
+  auto r = home.run(
+      {"sweep", "-p", "s=0,30", "--timeout", "1s", "--grace", "100ms", "--", "sleep", "{s}"});
+  EXPECT_EQ(r.code, 124) << r.err;
+  auto sweeps = nlohmann::json::parse(home.run({"sweeps", "--format", "json"}).out);
+  EXPECT_EQ(sweeps[0]["state"], "timeout");
+  EXPECT_EQ(sweeps[0]["failed"], 0);
+  EXPECT_EQ(sweeps[0]["stopped"], 1);
+}
+
+// Cells without GPUs at the machine's --rate cost money: their worst case says so, and a
+// --budget holds them (without a rate a budget has nothing to count, and is refused).
+TEST(Sweep, CellsWithoutGpusAtARateHaveAWorstCaseAndABudget) {
+  NodusHome home;
+  auto plan = home.run({"sweep", "--dry-run", "--rate", "360", "--max-cost", "0.15", "-p", "s=1,3",
+                        "--", "sleep", "{s}"});
+  EXPECT_EQ(plan.code, 0) << plan.err;
+  EXPECT_NE(plan.err.find("worst case $0.30 (2 x $0.15)"), std::string::npos) << plan.err;
+  auto run = home.run({"run", "--dry-run", "--rate", "900", "--timeout", "10s", "--", "true"});
+  EXPECT_NE((run.out + run.err).find("worst case: $5.00"), std::string::npos) << run.out << run.err;
+  auto budget = home.run({"sweep", "--rate", "360", "--budget", "5", "--grace", "100ms", "-p",
+                          "s=0,0.1", "--", "sleep", "{s}"});
+  EXPECT_EQ(budget.code, 0) << budget.err;
 }
 
 TEST(Sweep, KilledSweepKeepsFinishedCellsAndResumes) {

@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "engine/budget.h"
+
 namespace nodus::engine {
 namespace {
 
@@ -293,6 +295,22 @@ TEST(SweepOutcome, EachFinalState) {
   EXPECT_EQ(sweep_outcome(SweepStop::kNone, true, {S::kCompleted, S::kWaiting}), "budget");
   EXPECT_EQ(sweep_outcome(SweepStop::kNone, false, {S::kCompleted, S::kBudget}), "budget");
   EXPECT_EQ(sweep_outcome(SweepStop::kNone, false, {S::kCompleted, S::kFailed}), "failed");
+  // No cell failed: the state says what stopped the others, as the cell counts do.
+  EXPECT_EQ(sweep_outcome(SweepStop::kNone, false, {S::kCompleted, S::kTimeout}), "timeout");
+  EXPECT_EQ(sweep_outcome(SweepStop::kNone, false, {S::kTimeout, S::kCostCap}), "incomplete");
+  EXPECT_EQ(sweep_outcome(SweepStop::kNone, false, {S::kCompleted, S::kLowUtil}), "incomplete");
+  EXPECT_EQ(sweep_outcome(SweepStop::kNone, false, {S::kTimeout, S::kLost}), "failed");
+  EXPECT_EQ(sweep_outcome(SweepStop::kNone, false, {S::kCompleted, S::kTampered}), "failed");
+}
+
+// A job without GPUs is billed at the machine's rate (--rate, NODUS_LOCAL_USD_PER_HOUR) as one
+// unit: its worst case is that rate for its timeout and grace, as its bill would be.
+TEST(WorstCaseCost, AJobWithoutGpusAtARateIsNotFree) {
+  EXPECT_DOUBLE_EQ(*worst_case_cost(0, 900, std::nullopt, 10'000, 10'000), 5.0);
+  EXPECT_DOUBLE_EQ(*worst_case_cost(0, 360, 0.15, std::nullopt, 10'000), 0.15);
+  EXPECT_DOUBLE_EQ(*worst_case_cost(2, 360, std::nullopt, 10'000, 0), 2.0);
+  EXPECT_FALSE(worst_case_cost(0, 360, std::nullopt, std::nullopt, 10'000).has_value());
+  EXPECT_DOUBLE_EQ(*worst_case_cost(0, 0, std::nullopt, std::nullopt, 10'000), 0.0);
 }
 
 }  // namespace
