@@ -124,6 +124,11 @@ TEST_F(OutputContract, ShowJobAndItsCommandType) {
   auto cell = json_of(json({"show", "s1-1"}));
   EXPECT_EQ(cell["sweep_id"], "s1");  // the same string as in `sweeps` and `ps`
   EXPECT_EQ(cell["cell"], 1);         // numbered from 1, as in `show s1`
+  // The CPU-only job: what it does not have is null, as in `ps`, not "".
+  auto cpu = json_of(json({"show", "1"}));
+  for (const char* key : {"gpu_type", "image", "inventory_source"})
+    EXPECT_TRUE(cpu[key].is_null()) << key << ": " << cpu.dump();
+  EXPECT_EQ(j["gpu_type"], "TEST");
 }
 
 TEST_F(OutputContract, SweepsAndShowSweepWithoutTelemetryStillHaveEveryColumn) {
