@@ -369,8 +369,9 @@ struct Plan {
 
 struct SweepCommand {
   SweepFlags f;
-  std::vector<std::string> given;  // the definition flags on the command line
-  bool budget_given = false;       // --budget on the command line
+  std::vector<std::string> given;       // the definition flags on the command line
+  bool budget_given = false;            // --budget on the command line
+  std::vector<std::string> unsaveable;  // given flags a spec file has no key for (--save)
 
   // --gpu with placeholders (H100:{gpus}): each cell's GPUs are its value of the template.
   bool gpu_per_cell() const { return f.run.gpu.find_first_of("{}") != std::string::npos; }
@@ -617,6 +618,23 @@ struct SweepCommand {
 
   // --save FILE: the spec file this command line means (checked: it planned), nothing run.
   void save(const Plan& p) const {
+    // A flag the spec format has no key for would be left out, and the file would run (and
+    // bill) something else than this command line: refused instead.
+    if (!unsaveable.empty())
+      throw Fatal("--save " + f.save + ": " + unsaveable.front() +
+                  " has no key in a spec file, so the file would run without it; leave it out, "
+                  "or run the sweep without --save");
+    for (const auto& kv : f.run.env) {
+      const auto eq = kv.find('=');
+      if (eq != std::string::npos && env_reference(kv.substr(eq + 1)))
+        throw Fatal("--save " + f.save + ": -e " + kv.substr(0, eq) + "'s value '" +
+                    kv.substr(eq + 1) +
+                    "' would read as a reference to that variable in the file; nodus cannot "
+                    "write it as it is");
+    }
+    std::error_code same_ec;
+    if (!f.file.empty() && std::filesystem::equivalent(f.save, f.file, same_ec))
+      throw Fatal("--save " + f.save + ": it is the spec file this sweep was read from (-f)");
     // A redacted argument would not run as typed, and the real one is not written to a file.
     const auto shown = redact_argv(f.run.command);
     for (size_t i = 0; i < shown.size(); ++i)
@@ -658,8 +676,9 @@ struct SweepCommand {
                      "the file\n",
                      name.c_str(), name.c_str(), name.c_str());
     }
-    std::fprintf(stderr, "nodus: wrote %s (%zu runs); run it with nodus sweep -f %s\n",
-                 f.save.c_str(), p.cells.size(), f.save.c_str());
+    std::fprintf(stderr, "nodus: wrote %s (%zu %s); run it with nodus sweep -f %s\n",
+                 f.save.c_str(), p.cells.size(), p.cells.size() == 1 ? "run" : "runs",
+                 f.save.c_str());
   }
 
   // What the runner needs beyond the cells.
@@ -828,6 +847,12 @@ Command add_sweep(CLI::App& app) {
   return {sub, [cmd, sub] {
             cmd->given = given_definition_flags(*sub);
             cmd->budget_given = sub->get_option("--budget")->count() > 0;
+            for (const char* name :
+                 {"--rate", "--rate-per", "--prices", "--prices-only", "--min-util",
+                  "--util-window", "--stop-early", "--measure", "--profile", "--no-instrument",
+                  "--no-wait", "--cpus-per-gpu", "--sample-interval"})
+              if (const CLI::Option* o = sub->get_option_no_throw(name); o && o->count() > 0)
+                cmd->unsaveable.push_back(name);
             auto rest = job_command();
             if (!rest.empty()) cmd->f.run.command = rest;
             if (!cmd->f.file.empty()) {

@@ -109,6 +109,40 @@ TEST(SpecFile, SavedCommandLineRunsTheSameCells) {
   EXPECT_EQ(from_file.out, from_flags.out);
 }
 
+// A spec file has no key for some flags (--rate, --min-util, --stop-early, ...): --save with
+// one would write a file that runs and bills something else, so it writes nothing and says
+// which flag. Likewise an -e value that the file would read as a ${NAME} reference, and -f's own
+// file as the one to write.
+TEST(SpecFile, SaveRefusesWhatTheFileCouldNotCarry) {
+  NodusHome home;
+  const std::string saved = home.file("saved.yaml");
+  struct Refused {
+    std::vector<std::string> flags;
+    std::string says;
+  };
+  for (const Refused& r : std::vector<Refused>{
+           {{"--rate", "36"}, "--rate has no key in a spec file"},
+           {{"--min-util", "50"}, "--min-util has no key in a spec file"},
+           {{"--stop-early", "2"}, "--stop-early has no key in a spec file"},
+           {{"-e", "Y=${HOME}"}, "-e Y's value '${HOME}' would read as a reference"}}) {
+    std::vector<std::string> args = {"sweep", "-p", "x=1", "--save", saved};
+    args.insert(args.end(), r.flags.begin(), r.flags.end());
+    args.insert(args.end(), {"--", "sleep", "{x}"});
+    auto refused = home.run(args);
+    EXPECT_EQ(refused.code, 125) << refused.err;
+    EXPECT_NE(refused.err.find(r.says), std::string::npos) << refused.err;
+    EXPECT_EQ(std::count(refused.err.begin(), refused.err.end(), '\n'), 1) << refused.err;
+    EXPECT_FALSE(std::filesystem::exists(saved)) << r.says;
+  }
+  ASSERT_EQ(home.run({"sweep", "-p", "x=1", "--save", saved, "--", "sleep", "{x}"}).code, 0);
+  const std::string before = read_file(saved);
+  auto same = home.run({"sweep", "-f", saved, "-p", "x=2", "--save", saved});
+  EXPECT_EQ(same.code, 125) << same.err;
+  EXPECT_NE(same.err.find("it is the spec file this sweep was read from"), std::string::npos)
+      << same.err;
+  EXPECT_EQ(read_file(saved), before);
+}
+
 TEST(SpecFile, FlagsWinOverTheFileAndRealRunsMatch) {
   NodusHome home;
   std::string marks = home.file("marks");
