@@ -4,6 +4,7 @@
 
 #include "cli/args.h"
 #include "cli/common.h"
+#include "cli/job_views.h"
 #include "cli/sweep_views.h"
 #include "core/parse.h"
 #include "core/table_fields.h"
@@ -50,7 +51,7 @@ struct SweepsCommand {
         stopped += is_final(c.state) && !done && !bad;
         cost += c.cost;
       }
-      cost = store->sweep_spent(s.id);  // every attempt of every cell, not only the newest
+      cost = sweep_spent_now(*store, s.id, cells);  // every attempt of every cell, running too
       int total = s.definition->value("cells", static_cast<int>(cells.size()));
       std::string cmd = command_line(s.argv);
       if (cmd.size() > 48) cmd = cmd.substr(0, 45) + "...";

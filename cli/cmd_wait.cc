@@ -68,7 +68,7 @@ struct WaitCommand {
         std::fprintf(stderr, "nodus: waiting for sweep %s (%s): %d of %d cells ended, %s so far\n",
                      sweep_label(*now).c_str(), now->state.c_str(), ended,
                      now->definition->value("cells", static_cast<int>(cells.size())),
-                     format_usd(store.sweep_spent(now->id)).c_str());
+                     format_usd(sweep_spent_now(store, now->id, cells)).c_str());
       }
       if (now->state != "running" && now->state != "starting") {
         std::fprintf(stderr, "nodus: sweep %s %s, total %s\n", sweep_label(*now).c_str(),

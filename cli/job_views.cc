@@ -131,6 +131,13 @@ double live_cost(const JobRecord& job) {
   return cost_usd(job.gpu_count, job.rate_per_gpu_hour, wall_seconds(job));
 }
 
+double sweep_spent_now(store::Store& store, int64_t sweep_id, const std::vector<JobRecord>& cells) {
+  double spent = store.sweep_spent(sweep_id);
+  for (const JobRecord& job : cells)
+    if (!is_final(job.state)) spent += live_cost(job) - job.cost;
+  return spent;
+}
+
 nlohmann::json job_json(const JobRecord& job) {
   auto opt = [](const auto& o) -> nlohmann::json {
     return o ? nlohmann::json(*o) : nlohmann::json();

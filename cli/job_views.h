@@ -6,6 +6,7 @@
 #include "core/job.h"
 #include "core/table.h"
 #include "core/table_fields.h"
+#include "store/store.h"
 
 namespace nodus::cli {
 
@@ -20,6 +21,10 @@ double wall_seconds(const JobRecord& job);    // start to end (or now), 0 if nev
 // job back in the queue (a Slurm job requeued after it ran) holds no GPU: its figure is what its
 // runs so far cost (the backend's refresh bills them), not a clock running over queue time.
 double live_cost(const JobRecord& job);
+// What a sweep has cost so far: every attempt of every cell (Store::sweep_spent), its running
+// cells at live_cost (their rows hold their bill only once they end). `cells`: the sweep's
+// newest attempts, as Store::sweep_cells gives them.
+double sweep_spent_now(store::Store& store, int64_t sweep_id, const std::vector<JobRecord>& cells);
 // "13.8s", "975ms": format_duration of seconds, a moment already past as 0.
 std::string duration_text(double seconds);
 

@@ -24,7 +24,7 @@ RunFigures figures_of(store::Store& store, const JobRecord& job) {
   RunFigures f;
   f.wall_s = wall_seconds(job);
   f.gpu_seconds = job.gpu_seconds();
-  f.cost = job.cost;
+  f.cost = live_cost(job);
   f.metrics = store.last_metrics(job.id);
   std::erase_if(f.metrics, [](const auto& m) { return engine::is_hook_metric(m.first); });
   if (auto stats = store.stats(job.id)) {
@@ -186,7 +186,10 @@ SweepResults load_sweep_results(store::Store& store, const store::SweepRecord& s
     out.cells.push_back(r);
     out.jobs.emplace_back(shown);
   }
-  out.total_cost = store.sweep_spent(sweep.id);  // every attempt, retried and resumed ones too
+  std::vector<JobRecord> newest;
+  for (const auto& job : out.jobs)
+    if (job) newest.push_back(*job);
+  out.total_cost = sweep_spent_now(store, sweep.id, newest);  // every attempt, running too
   return out;
 }
 

@@ -106,6 +106,30 @@ TEST(SweepDetach, StopEndsTheSchedulerFirstSoNoNewCellStarts) {
   EXPECT_EQ(home.run({"stop", id}).code, 0);
 }
 
+// While a cell runs, what its sweep has cost so far counts it, as `ps` counts the job: a row's
+// bill is written when it ends, so reading the rows alone said $0.00 for a running sweep.
+TEST(SweepDetach, ARunningSweepsCostCountsItsRunningCells) {
+  NodusHome home;
+  auto r = home.run(
+      {"sweep", "-d", "--rate", "360", "--param", "i=1", "--grace", "1s", "--", "sleep", "60"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  std::string id = first_line(r.out);
+  double until = now_seconds() + 20, wall = 0;
+  while (now_seconds() < until && wall < 1.0) {
+    auto jobs = jobs_of(home, id);
+    if (jobs.size() == 1 && jobs[0]["state"] == "running") wall = jobs[0]["wall_s"].get<double>();
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  ASSERT_GE(wall, 1.0);
+  auto sweeps = nlohmann::json::parse(home.run({"sweeps", "--format", "json"}).out);
+  EXPECT_GE(sweeps[0]["cost_usd"].get<double>(), 0.1) << sweeps;  // $0.10 a second
+  auto show = nlohmann::json::parse(home.run({"show", id, "--format", "json"}).out);
+  EXPECT_GE(show["sweep"]["cost_usd"].get<double>(), 0.1) << show;
+  EXPECT_GE(show["cells"][0]["cost_usd"].get<double>(), 0.1) << show;
+  EXPECT_EQ(home.run({"stop", id}).code, 0);
+  EXPECT_EQ(home.run({"wait", id}).code, 143);
+}
+
 TEST(SweepDetach, WaitExitsWithTheJobsCodeOrTheSweeps) {
   NodusHome home;
   auto job = home.run({"run", "-d", "--", "sh", "-c", "sleep 0.5; exit 7"});
