@@ -33,7 +33,7 @@ struct SweepsCommand {
              {"command", "COMMAND"}});
     for (auto& s : store->sweeps(limit)) {
       if (s.state == "running" && !store::process_alive(s.supervisor_pid, s.supervisor_start)) {
-        s.state = "interrupted";  // its nodus process died; --resume picks it up
+        s.state = "lost";  // its nodus process died (killed); --resume picks it up
         store->update_sweep(s);
       }
       if (!s.damaged.empty()) std::fprintf(stderr, "nodus: %s\n", s.damaged.c_str());

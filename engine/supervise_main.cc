@@ -145,6 +145,7 @@ int supervise_job(const Ticket& ticket, store::Store& store, SignalWatch& signal
   run.attach = false;
   run.env = ticket.env;
   run.signals = &signals;
+  if (ticket.sweep_cell) run.sweep_pid = ticket.parent_pid;
   run.on_launched = [&status, &error](const JobRecord&, const std::string& failure) {
     if (failure.empty())
       status({LaunchStatus::Kind::kRunning, 0, ""});

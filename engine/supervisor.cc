@@ -293,6 +293,7 @@ class Supervision {
   backend::Backend& backend_;
   JobRecord& job_;
   const SuperviseRun& run_;
+  bool sweep_died_ = false;  // noted once
   JobObserver& observer_;
   const std::optional<StopPlan> plan_;
   std::mutex mu_;
@@ -433,6 +434,12 @@ backend::Outcome Supervision::watch() {
       case backend::Event::Kind::kWoken:
         while (auto sig = run_.signals ? run_.signals->take() : std::nullopt) {
           const auto at = Clock::now();
+          if (*sig == SIGTERM && run_.sweep_pid > 0 && ::getppid() != run_.sweep_pid &&
+              !sweep_died_) {
+            sweep_died_ = true;
+            add_note(job_, "stopped with its sweep: the sweep's nodus process (pid " +
+                               std::to_string(run_.sweep_pid) + ") died");
+          }
           act(locked([&](StopController& c) { return c.on_signal(*sig, at); }));
         }
         break;

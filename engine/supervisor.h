@@ -21,6 +21,9 @@ struct SuperviseRun {
   bool attach = true;                      // output to the terminal too; notes on stderr
   std::map<std::string, std::string> env;  // the user's --env, unredacted
   SignalWatch* signals = nullptr;          // SIGINT -> cancelled; SIGTERM/SIGHUP -> stopped
+  // A sweep's cell: the sweep's pid. Its death reaches the cell as a SIGTERM (the parent-death
+  // signal); the job is stopped as by `nodus stop`, and its note says why.
+  int64_t sweep_pid = 0;
   // Called once the job runs (or is queued, on Slurm). A failed launch throws Fatal instead.
   std::function<void(const JobRecord&, const std::string& error)> on_launched;
 };

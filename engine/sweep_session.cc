@@ -102,6 +102,7 @@ int sweep_exit_code(const std::string& state) {
   if (state == "stopped") return exit_code::kStopped;
   if (state == "budget" || state == "cost-cap") return exit_code::kCostCap;
   if (state == "timeout") return exit_code::kTimeout;
+  if (state == "lost") return exit_code::kNodusError;  // its nodus process died
   return 1;
 }
 

@@ -130,6 +130,39 @@ TEST(SweepDetach, ARunningSweepsCostCountsItsRunningCells) {
   EXPECT_EQ(home.run({"wait", id}).code, 143);
 }
 
+// A sweep whose own nodus process is killed: its running cell is stopped with it (the
+// parent-death signal), and what is recorded says so: the cell's note names the sweep's death,
+// the sweep is lost (not interrupted, which is Ctrl-C's), and waiting on it is 125.
+TEST(SweepDetach, ASweepKilledIsLostAndItsCellsSayWhyTheyStopped) {
+  NodusHome home;
+  pid_t sweep = home.start(
+      {"sweep", "--param", "i=1,2", "--parallel", "1", "--grace", "1s", "--", "sleep", "60"});
+  double until = now_seconds() + 20;
+  bool running = false;
+  while (now_seconds() < until && !running) {
+    auto jobs = nlohmann::json::parse(home.run({"ps", "-a", "--format", "json"}).out);
+    running = jobs.size() == 1 && jobs[0]["state"] == "running";
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  ASSERT_TRUE(running);
+  ASSERT_EQ(kill(sweep, SIGKILL), 0);
+  EXPECT_EQ(wait_exit(sweep, std::chrono::seconds(5)), 128 + SIGKILL);
+  nlohmann::json cell;
+  until = now_seconds() + 20;
+  do {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    cell = nlohmann::json::parse(home.run({"show", "1", "--format", "json"}).out);
+  } while (now_seconds() < until && cell["state"] == "running");
+  EXPECT_EQ(cell["state"], "stopped") << cell;
+  EXPECT_NE(
+      cell["note"].get<std::string>().find("stopped with its sweep: the sweep's nodus process"),
+      std::string::npos)
+      << cell["note"];
+  auto sweeps = nlohmann::json::parse(home.run({"sweeps", "--format", "json"}).out);
+  EXPECT_EQ(sweeps[0]["state"], "lost") << sweeps;
+  EXPECT_EQ(home.run({"wait", "s1"}).code, 125);
+}
+
 TEST(SweepDetach, WaitExitsWithTheJobsCodeOrTheSweeps) {
   NodusHome home;
   auto job = home.run({"run", "-d", "--", "sh", "-c", "sleep 0.5; exit 7"});
