@@ -83,7 +83,9 @@ std::string percent_decoded(std::string_view name) {
 // of its own (?next=https://u:p@h/), and a piece without '=' as it is.
 std::string redact_param(std::string_view pair) {
   size_t eq = pair.find('=');
-  if (eq == std::string_view::npos) return std::string(pair);
+  // An empty value hides nothing; redacting it anyway would double the marker of a URL redacted
+  // before, which ends where its "<redacted>" begins ("?token=" + "<redacted>").
+  if (eq == std::string_view::npos || eq + 1 == pair.size()) return std::string(pair);
   if (is_secret_name(percent_decoded(pair.substr(0, eq))))
     return std::string(pair.substr(0, eq + 1)) + std::string(kRedacted);
   return std::string(pair.substr(0, eq + 1)) + redact_urls(pair.substr(eq + 1));

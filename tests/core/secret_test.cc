@@ -125,6 +125,20 @@ TEST(RedactUrls, AUrlComesBackByteForByteButForItsCredentials) {
             "see https://h/%7Eu?q=a%20b&sig=<redacted> then");
 }
 
+// A secret query parameter is one marker, not two: the value shown is redacted again before it
+// is printed, and that pass must change nothing (it saw "?access_token=" end at the '<').
+TEST(RedactUrls, ASecretParameterGetsOneMarkerHoweverOftenItIsRedacted) {
+  for (const char* name : {"access_token", "api_key", "password"}) {
+    std::string url = std::string("https://h/x?") + name + "=p5secret";
+    std::string once = redact_env_value("U", url);
+    EXPECT_EQ(once, std::string("https://h/x?") + name + "=<redacted>") << url;
+    EXPECT_EQ(redact_env_value("U", once), once) << url;
+  }
+  EXPECT_EQ(redact_urls("https://h/x?token=&a=1"), "https://h/x?token=&a=1");
+  for (const char* shown : {"https://u:<redacted>@h/x", "https://<redacted>@h/x?sig=<redacted>#f"})
+    EXPECT_EQ(redact_value(shown), shown) << shown;
+}
+
 TEST(RedactEnvValue, NameFirstThenUrls) {
   EXPECT_EQ(redact_env_value("DB_PASS", "x"), "<redacted>");
   EXPECT_EQ(redact_env_value("DATABASE_URL", "postgres://u:p@h/db"),
