@@ -408,6 +408,7 @@ struct SweepCommand {
             p.objective.text());
     }
     p.grid = value_or_throw(sweep::parse_grid(f.params));
+    value_or_throw(sweep::check_no_credentials(p.grid));  // before anything prints or stores one
     std::optional<sweep::ArgvTemplate> gpu_template;
     if (gpu_per_cell())
       gpu_template = value_or_throw(sweep::ArgvTemplate::parse({f.run.gpu}, p.grid, "--gpu"));

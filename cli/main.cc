@@ -15,6 +15,7 @@
 #include "cli/args.h"
 #include "cli/common.h"
 #include "core/error.h"
+#include "core/secret.h"
 #include "core/text.h"
 #include "core/timing.h"
 
@@ -86,9 +87,10 @@ int main(int argc, char** argv) {
     backend::run_sentinel_command(argc, argv);
   backend::exec_sentinels();
   timing::step("main");
-  // Every error is one line of valid UTF-8 whatever the user typed into the value it names.
+  // Every error is one line of valid UTF-8 whatever the user typed into the value it names, and
+  // shows no credential that value held (a mistyped --api-key=..., a URL's password).
   auto fail = [](const std::string& message) {
-    std::fprintf(stderr, "nodus: %s\n", escape_control(message).c_str());
+    std::fprintf(stderr, "nodus: %s\n", escape_control(redact_text(message)).c_str());
   };
   // What an action throws: its message on one line, its exit code.
   auto act = [&fail](const std::function<int()>& action) {

@@ -2,6 +2,8 @@
 
 #include <stdexcept>
 
+#include "core/secret.h"
+
 namespace nodus {
 
 bool move_job(JobRecord& job, JobState to) {
@@ -23,7 +25,10 @@ void end_job(JobRecord& job, const JobEnd& end) {
   if (!end.note.empty()) add_note(job, end.note);
 }
 
-void add_note(JobRecord& job, const std::string& line) {
+void add_note(JobRecord& job, const std::string& text) {
+  // A note is stored and shown; an error in it may quote what the user typed (a command not
+  // found that was a URL with its password).
+  std::string line = redact_text(text);
   if (line.empty() || job.note.find(line) != std::string::npos) return;
   job.note = job.note.empty() ? line : job.note + "; " + line;
 }

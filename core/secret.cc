@@ -1,5 +1,6 @@
 #include "core/secret.h"
 
+#include <algorithm>
 #include <array>
 #include <cctype>
 #include <optional>
@@ -83,7 +84,9 @@ std::string percent_decoded(std::string_view name) {
 // of its own (?next=https://u:p@h/), and a piece without '=' as it is.
 std::string redact_param(std::string_view pair) {
   size_t eq = pair.find('=');
-  if (eq == std::string_view::npos) return std::string(pair);
+  // An empty value hides nothing; redacting it anyway would double the marker of a URL redacted
+  // before, which ends where its "<redacted>" begins ("?token=" + "<redacted>").
+  if (eq == std::string_view::npos || eq + 1 == pair.size()) return std::string(pair);
   if (is_secret_name(percent_decoded(pair.substr(0, eq))))
     return std::string(pair.substr(0, eq + 1)) + std::string(kRedacted);
   return std::string(pair.substr(0, eq + 1)) + redact_urls(pair.substr(eq + 1));
@@ -320,6 +323,32 @@ std::string redact_urls(std::string_view value) {
     done = end;
   }
   out += value.substr(done);
+  return out;
+}
+
+std::string redact_text(std::string_view text) {
+  std::string in = redact_value(text);
+  std::string out;
+  size_t done = 0;
+  for (size_t eq = in.find('='); eq != std::string::npos; eq = in.find('=', eq + 1)) {
+    if (eq < done) continue;
+    // The name: the word before '=' ("--api-key", "DB_PASS", a URL's "token"), without dashes.
+    size_t start = eq;
+    while (start > done && (std::isalnum(static_cast<unsigned char>(in[start - 1])) ||
+                            in[start - 1] == '_' || in[start - 1] == '-' || in[start - 1] == '.'))
+      --start;
+    std::string_view name = std::string_view(in).substr(start, eq - start);
+    name.remove_prefix(std::min(name.find_first_not_of('-'), name.size()));
+    size_t end = eq + 1;
+    while (end < in.size() && !url_end(in[end])) ++end;
+    std::string_view value = std::string_view(in).substr(eq + 1, end - eq - 1);
+    if (name.empty() || value.empty() || value.starts_with(kRedacted) || !is_secret_name(name))
+      continue;
+    out += in.substr(done, eq + 1 - done);
+    out += kRedacted;
+    done = end;
+  }
+  out += in.substr(done);
   return out;
 }
 

@@ -35,6 +35,12 @@ std::string redact_urls(std::string_view value);
 // 8 characters or more), so that `-e COPY=$SLURM_JWT` or `--header "Bearer eyJ..."` is not kept.
 std::string redact_value(std::string_view value);
 
+// What may be printed of free text, an error message above all, which may quote any value the
+// user typed: redact_value on the whole text, and the value of every name=value in it whose name
+// is_secret_name ("--api-key=<redacted>", "DB_PASS=<redacted>"), up to the next space or quote.
+// A value already redacted stays as it is, so redacting twice changes nothing.
+std::string redact_text(std::string_view text);
+
 // What may be stored or printed for a command's arguments: redact_value on every argument, and
 // the value of every option whose name is_secret_name: "--password=<redacted>", "-token=..." and
 // "--api-key <redacted>" (the next argument, unless it is itself an option "--..."). Arguments

@@ -17,6 +17,7 @@
 #include "core/error.h"
 #include "core/lifecycle.h"
 #include "core/parse.h"
+#include "core/secret.h"
 #include "core/timing.h"
 #include "engine/measure.h"
 #include "engine/observer.h"
@@ -49,7 +50,7 @@ double latest_end(const backend::Outcome& o) {
 }
 
 void note(bool attach, const std::string& text) {
-  if (attach) std::fprintf(stderr, "nodus: %s\n", text.c_str());
+  if (attach) std::fprintf(stderr, "nodus: %s\n", redact_text(text).c_str());
 }
 
 // What the job is billed: all it ran (start to the moment its tree was dead) at its rate, as

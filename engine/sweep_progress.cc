@@ -8,6 +8,7 @@
 
 #include "core/cost.h"
 #include "core/parse.h"
+#include "core/secret.h"
 #include "engine/planned_cell.h"
 
 namespace nodus::engine {
@@ -114,12 +115,12 @@ void SweepProgress::cell_skipped(const PlannedCell& cell, const std::string& why
   if (live_) return redraw();
   std::fprintf(stderr, "nodus: %s cell %d/%d [%s] skipped: %s\n", sweep_label_.c_str(),
                static_cast<int>(row_of_.at(cell.index)) + 1, total_, cell.label.c_str(),
-               why.c_str());
+               redact_text(why).c_str());
 }
 
 void SweepProgress::note(const std::string& text) {
   if (live_) return;
-  std::fprintf(stderr, "nodus: %s %s\n", sweep_label_.c_str(), text.c_str());
+  std::fprintf(stderr, "nodus: %s %s\n", sweep_label_.c_str(), redact_text(text).c_str());
 }
 
 void SweepProgress::tick(const std::vector<PlannedCell>&, double spent) {

@@ -8,6 +8,7 @@
 #include <set>
 
 #include "core/parse.h"
+#include "core/secret.h"
 #include "core/strings.h"
 
 namespace nodus::sweep {
@@ -282,6 +283,22 @@ Result<Grid> parse_grid(const std::vector<std::string>& specs) {
     grid.axes.push_back(std::move(*axis));
   }
   return grid;
+}
+
+Result<void> check_no_credentials(const Grid& grid) {
+  constexpr std::string_view kInstead =
+      "; sweep params are printed and stored, so pass secrets in the environment (--env NAME, or "
+      "the job's own environment) instead";
+  for (const auto& axis : grid.axes) {
+    if (is_secret_name(axis.name))
+      return Error::permanent("--param " + axis.name + ": its name says it holds a secret" +
+                              std::string(kInstead));
+    for (const auto& value : axis.values)
+      if (std::string shown = redact_value(value); shown != value)
+        return Error::permanent("--param " + axis.name + ": its value '" + shown +
+                                "' holds a credential" + std::string(kInstead));
+  }
+  return {};
 }
 
 uint64_t cell_count(const Grid& grid) {

@@ -64,6 +64,13 @@ Result<Axis> parse_param(std::string_view spec);
 // Parses every `--param` value; at least one is needed and names must be distinct.
 Result<Grid> parse_grid(const std::vector<std::string>& specs);
 
+// Refuses a grid that holds a credential: a param whose name is_secret_name (password=a,b) or a
+// value redact_value would change (a URL's password, a token query parameter, a JWT). Params are
+// printed (progress, tables, show) and stored exactly, since --resume re-creates the cells from
+// them, so a secret has no place there; the job's environment is where it belongs. The message
+// names the param and never the secret.
+Result<void> check_no_credentials(const Grid& grid);
+
 // Number of cells, computed without expanding; saturates at UINT64_MAX.
 uint64_t cell_count(const Grid& grid);
 

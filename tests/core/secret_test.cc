@@ -125,6 +125,44 @@ TEST(RedactUrls, AUrlComesBackByteForByteButForItsCredentials) {
             "see https://h/%7Eu?q=a%20b&sig=<redacted> then");
 }
 
+// A secret query parameter is one marker, not two: the value shown is redacted again before it
+// is printed, and that pass must change nothing (it saw "?access_token=" end at the '<').
+TEST(RedactUrls, ASecretParameterGetsOneMarkerHoweverOftenItIsRedacted) {
+  for (const char* name : {"access_token", "api_key", "password"}) {
+    std::string url = std::string("https://h/x?") + name + "=p5secret";
+    std::string once = redact_env_value("U", url);
+    EXPECT_EQ(once, std::string("https://h/x?") + name + "=<redacted>") << url;
+    EXPECT_EQ(redact_env_value("U", once), once) << url;
+    EXPECT_EQ(redact_text(once), once) << url;
+  }
+  EXPECT_EQ(redact_urls("https://h/x?token=&a=1"), "https://h/x?token=&a=1");
+  for (const char* shown : {"https://u:<redacted>@h/x", "https://<redacted>@h/x?sig=<redacted>#f"})
+    EXPECT_EQ(redact_value(shown), shown) << shown;
+}
+
+// Issue: an error message quotes what the user typed; whatever credential that held is not shown,
+// and the rest of the message is, byte for byte.
+TEST(RedactText, CredentialsInsideAMessageAreRedacted) {
+  EXPECT_EQ(redact_text("command not found: 'https://u:ccc333pw@host/x'"),
+            "command not found: 'https://u:<redacted>@host/x'");
+  EXPECT_EQ(redact_text("unknown option '--api-keyy=sk_live_aaa111'"),
+            "unknown option '--api-keyy=<redacted>'");
+  EXPECT_EQ(redact_text("bad env DB_PASS=hunter2 here"), "bad env DB_PASS=<redacted> here");
+  EXPECT_EQ(redact_text("-e \"HF_TOKEN=hf_x y\" is odd"), "-e \"HF_TOKEN=<redacted> y\" is odd");
+  EXPECT_EQ(redact_text("--gpu 'https://h/x?token=t&n=1': unknown"),
+            "--gpu 'https://h/x?token=<redacted>&n=1': unknown");
+  std::string jwt = "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxIn0.c2lnbmF0dXJl";
+  EXPECT_EQ(redact_text("token " + jwt + " expired"), "token <redacted> expired");
+}
+
+TEST(RedactText, OrdinaryMessagesStayAsTheyAre) {
+  for (const char* text :
+       {"command not found: 'pyhton'", "unknown option '--lr=0.1'", "--param 'a': missing '='",
+        "--env NAME=VALUE: NAME is empty", "--timeout 'https://h/x': expected a duration",
+        "key= is empty", "a password= with nothing", "cannot open /x/y=z: No such file"})
+    EXPECT_EQ(redact_text(text), text) << text;
+}
+
 TEST(RedactEnvValue, NameFirstThenUrls) {
   EXPECT_EQ(redact_env_value("DB_PASS", "x"), "<redacted>");
   EXPECT_EQ(redact_env_value("DATABASE_URL", "postgres://u:p@h/db"),
