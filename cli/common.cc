@@ -220,6 +220,10 @@ engine::JobRequest to_request(const RunFlags& f) {
     throw Fatal("--sample-interval: invalid value '" + f.sample_interval + "': at least 50ms");
   if (!f.min_util.empty())
     r.supervise.min_util = value_or_throw(parse_percent(f.min_util, "--min-util"));
+  if (r.supervise.min_util && r.gpu.none())
+    throw Fatal("--min-util " + f.min_util +
+                ": it stops a job whose GPUs idle, and this job asks for none (add --gpu "
+                "TYPE[:COUNT])");
   r.supervise.util_window = value_or_throw(parse_duration(f.util_window, "--util-window"));
   // Checked here, before anything runs or is stored: the supervisor compiles them again.
   (void)value_or_throw(sweep::parse_metric_regexes(f.metric_regex));

@@ -194,9 +194,15 @@ void JobObserver::on_started(const JobRecord& job) {
                                         &m.gpu_note);
     if (!m.gpu && m.attach) std::fprintf(stderr, "nodus: %s\n", m.gpu_note.c_str());
   }
-  if (m.options.min_util && m.gpu)
+  if (m.options.min_util && m.gpu) {
     m.policy.emplace(*m.options.min_util, m.options.util_window,
                      job.started_at.value_or(unix_now()));
+  } else if (m.options.min_util && job.gpu_count > 0) {
+    // Said, not left to be found out: the job runs on without the stop it asked for.
+    const std::string why = "--min-util is not enforced: no GPU utilization to watch";
+    if (m.attach) std::fprintf(stderr, "nodus: %s\n", why.c_str());
+    m.gpu_note += (m.gpu_note.empty() ? "" : "; ") + why;
+  }
   if (!job.backend_id.empty()) m.host_pid = std::stoi(job.backend_id);
   m.host_cgroup = backend::local::cgroup_from_note(job.note);
 }

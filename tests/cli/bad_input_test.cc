@@ -167,6 +167,8 @@ INSTANTIATE_TEST_SUITE_P(
         Case{run({"--gpu", "H100:1:2"}), {"'H100:1:2'"}},
         Case{run({"--gpu", "H 100"}), {"'H 100'"}},
         Case{run({"--gpu", "H100", "--min-util", "101"}), {"'101'"}},
+        // It watches GPUs: a job without any would run on without the stop it asked for.
+        Case{run({"--min-util", "50"}), {"--min-util 50", "this job asks for none"}},
         Case{run({"--gpu", "H100", "--min-util", "-1"}), {"--min-util"}},
         Case{run({"--sample-interval", "10ms"}), {"at least 50ms"}},
         Case{run({"--backend", "k8s"}), {"'k8s'", "local or slurm"}},

@@ -109,7 +109,7 @@ TEST(SpecFile, SavedCommandLineRunsTheSameCells) {
   EXPECT_EQ(from_file.out, from_flags.out);
 }
 
-// A spec file has no key for some flags (--rate, --min-util, --stop-early, ...): --save with
+// A spec file has no key for some flags (--rate, --util-window, --stop-early, ...): --save with
 // one would write a file that runs and bills something else, so it writes nothing and says
 // which flag. Likewise an -e value that the file would read as a ${NAME} reference, and -f's own
 // file as the one to write.
@@ -122,7 +122,7 @@ TEST(SpecFile, SaveRefusesWhatTheFileCouldNotCarry) {
   };
   for (const Refused& r : std::vector<Refused>{
            {{"--rate", "36"}, "--rate has no key in a spec file"},
-           {{"--min-util", "50"}, "--min-util has no key in a spec file"},
+           {{"--util-window", "1m"}, "--util-window has no key in a spec file"},
            {{"--stop-early", "2"}, "--stop-early has no key in a spec file"},
            {{"-e", "Y=${HOME}"}, "-e Y's value '${HOME}' would read as a reference"}}) {
     std::vector<std::string> args = {"sweep", "-p", "x=1", "--save", saved};
