@@ -297,12 +297,16 @@ void pass_on_stop(int sig, SweepScheduler& scheduler, SweepStop& stop,
 
 // Attempts that waited for GPUs and never started: cancelled, their claims released.
 void cancel_unstarted(store::Store& store, const SweepScheduler& scheduler,
-                      std::vector<PlannedCell>& cells) {
+                      std::vector<PlannedCell>& cells, SweepStop stop) {
+  // As a job waiting for GPUs is ended: stopped by `nodus stop` (SIGTERM), cancelled by Ctrl-C.
+  const bool stopped = stop == SweepStop::kStopped;
   for (size_t i : scheduler.pending()) {  // attempts that waited for GPUs and never started
     JobRecord& job = cells[i].job;
     if (job.id == 0 || is_final(job.state)) continue;
-    end_job(job, {JobState::kCancelled, unix_now(), std::nullopt,
-                  "not started: the sweep was stopped while it waited for GPUs"});
+    end_job(job, {stopped ? JobState::kStopped : JobState::kCancelled, unix_now(),
+                  stopped ? exit_code::kStopped : exit_code::kInterrupted,
+                  stopped ? "not started: the sweep was stopped while it waited for GPUs"
+                          : "not started: the sweep was interrupted while it waited for GPUs"});
     store.release_gpus(job.id);
     store.update_job(job);
   }
@@ -462,7 +466,7 @@ std::string SweepRunner::run(store::SweepRecord& sweep, std::vector<PlannedCell>
     progress_.tick(cells, scheduler.ledger().spent());
   }
   progress_.end();
-  cancel_unstarted(store_, scheduler, cells);
+  cancel_unstarted(store_, scheduler, cells, stop);
 
   std::vector<JobState> states;
   // A loser stopped early did what was asked of it: it does not fail the sweep.

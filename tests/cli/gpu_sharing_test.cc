@@ -88,6 +88,32 @@ TEST(GpuSharing, ASignalWhileWaitingForGpusEndsTheJobAsItWouldEndARunningOne) {
   EXPECT_EQ(home.run({"wait", holder_id}, env).code, 0);
 }
 
+// A sweep's cell waiting for a GPU another job holds, when `nodus stop` stops the sweep: the
+// cell is stopped (143), as a waiting job is, not cancelled as by Ctrl-C (130).
+TEST(GpuSharing, AStoppedSweepsWaitingCellIsStoppedNotCancelled) {
+  NodusHome home;
+  const auto env = h100s(home, 1);
+  const std::string go = home.file("go"), ran = home.file("ran");
+  auto holder = home.run({"run", "-d", "--gpu", "H100", "--", "sh", "-c",
+                          "while [ ! -e " + go + " ]; do sleep 0.05; done"},
+                         env);
+  ASSERT_EQ(holder.code, 0) << holder.err;
+  const std::string holder_id = holder.out.substr(0, holder.out.find('\n'));
+  auto sweep = home.run({"sweep", "-d", "--gpu", "H100", "-p", "i=1", "--", "touch", ran}, env);
+  ASSERT_EQ(sweep.code, 0) << sweep.err;
+  ASSERT_TRUE(job_reaches(home, "2", "waiting"));
+  EXPECT_EQ(home.run({"stop", "s1"}, env).code, 0);
+  EXPECT_EQ(home.run({"wait", "s1"}, env).code, 143);
+  auto cell = show_json(home, "2");
+  EXPECT_EQ(cell["state"], "stopped") << cell.dump();
+  EXPECT_EQ(cell["exit_code"], 143) << cell.dump();
+  EXPECT_EQ(cell["note"], "not started: the sweep was stopped while it waited for GPUs")
+      << cell.dump();
+  EXPECT_FALSE(std::filesystem::exists(ran)) << "a cell that never got its GPU ran";
+  write_file(go, "");
+  EXPECT_EQ(home.run({"wait", holder_id}, env).code, 0);
+}
+
 TEST(GpuSharing, RunsOfTwoStoresNeverShareAGpu) {
   NodusHome a, b;
   const std::string log = a.file("gpus.log");
