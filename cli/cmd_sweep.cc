@@ -14,6 +14,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
+#include <span>
 
 #include "billing/stop_plan.h"
 #include "cli/args.h"
@@ -322,14 +323,21 @@ const DefinitionFlag kDefinitionFlags[] = {
     {"--repeat", [](const SweepFlags& f) { return std::to_string(f.repeat); }},
 };
 
-// The definition flags given on the command line (CLI11 counted them).
-std::vector<std::string> given_definition_flags(CLI::App& sub) {
+// Which of `names` were given on the command line (CLI11 counted them).
+std::vector<std::string> given_options(CLI::App& sub, std::span<const char* const> names) {
   std::vector<std::string> out;
-  for (const DefinitionFlag& flag : kDefinitionFlags)
-    if (const CLI::Option* o = sub.get_option_no_throw(flag.option); o && o->count() > 0)
-      out.push_back(flag.option);
+  for (const char* name : names)
+    if (const CLI::Option* o = sub.get_option_no_throw(name); o && o->count() > 0)
+      out.push_back(name);
   return out;
 }
+
+// The flags a spec file has no key for (sweep_spec_yaml writes none of them): --save refuses
+// them rather than write a file that runs without them.
+constexpr const char* kUnsaveableFlags[] = {
+    "--rate",        "--rate-per",     "--prices",         "--prices-only", "--min-util",
+    "--util-window", "--stop-early",   "--measure",        "--profile",     "--no-instrument",
+    "--no-wait",     "--cpus-per-gpu", "--sample-interval"};
 
 // `typed`: the flags as given; `restored`: after restore_flags. A given flag whose value is not
 // the sweep's is refused (exit 125): a resumed sweep runs its cells as they were defined.
@@ -846,14 +854,12 @@ Command add_sweep(CLI::App& app) {
       ->type_name("NAME[:DIR]");
   add_format_flag(sub, cmd->f.format);
   return {sub, [cmd, sub] {
-            cmd->given = given_definition_flags(*sub);
-            cmd->budget_given = sub->get_option("--budget")->count() > 0;
-            for (const char* name :
-                 {"--rate", "--rate-per", "--prices", "--prices-only", "--min-util",
-                  "--util-window", "--stop-early", "--measure", "--profile", "--no-instrument",
-                  "--no-wait", "--cpus-per-gpu", "--sample-interval"})
-              if (const CLI::Option* o = sub->get_option_no_throw(name); o && o->count() > 0)
-                cmd->unsaveable.push_back(name);
+            std::vector<const char*> definition;
+            for (const DefinitionFlag& flag : kDefinitionFlags) definition.push_back(flag.option);
+            cmd->given = given_options(*sub, definition);
+            constexpr const char* kBudget[] = {"--budget"};
+            cmd->budget_given = !given_options(*sub, kBudget).empty();
+            cmd->unsaveable = given_options(*sub, kUnsaveableFlags);
             auto rest = job_command();
             if (!rest.empty()) cmd->f.run.command = rest;
             if (!cmd->f.file.empty()) {

@@ -41,17 +41,15 @@ struct SweepsCommand {
       // As sacct keeps COMPLETED, FAILED and CANCELLED/TIMEOUT apart: a cell a limit or a user
       // stopped did not fail.
       int completed = 0, failed = 0, stopped = 0;
-      double cost = 0;
       for (const auto& c : cells) {
         const bool done = c.state == JobState::kCompleted;
-        const bool bad = c.state == JobState::kFailed || c.state == JobState::kLost ||
-                         c.state == JobState::kTampered;
+        const bool bad = is_failure(c.state);
         completed += done;
         failed += bad;
         stopped += is_final(c.state) && !done && !bad;
-        cost += c.cost;
       }
-      cost = sweep_spent_now(*store, s.id, cells);  // every attempt of every cell, running too
+      // Every attempt of every cell (not only the newest, as `cells` are), running ones too.
+      const double cost = sweep_spent_now(*store, s.id, cells);
       int total = s.definition->value("cells", static_cast<int>(cells.size()));
       std::string cmd = command_line(s.argv);
       if (cmd.size() > 48) cmd = cmd.substr(0, 45) + "...";

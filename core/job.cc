@@ -44,6 +44,10 @@ bool is_final(JobState s) {
   return s != JobState::kWaiting && s != JobState::kStarting && s != JobState::kRunning;
 }
 
+bool is_failure(JobState s) {
+  return s == JobState::kFailed || s == JobState::kLost || s == JobState::kTampered;
+}
+
 double JobRecord::gpu_seconds() const {
   if (!started_at) return 0;
   double end = ended_at ? *ended_at : unix_now();

@@ -36,6 +36,9 @@ enum class JobState {
 std::string_view to_string(JobState s);
 std::optional<JobState> job_state_from_string(std::string_view s);
 bool is_final(JobState s);
+// An end that is a failure, not a stop: it exited non-zero or could not start, its supervisor
+// died (lost), or it was tampered with. Limits and users stop jobs; they do not fail them.
+bool is_failure(JobState s);
 
 struct JobRecord {
   int64_t id = 0;

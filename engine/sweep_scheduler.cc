@@ -85,9 +85,7 @@ std::string sweep_outcome(SweepStop stop, bool skipped_for_budget,
   };
   if (all_completed_or(JobState::kCostCap)) return "cost-cap";
   if (all_completed_or(JobState::kTimeout)) return "timeout";
-  const bool failed = std::any_of(cell_states.begin(), cell_states.end(), [](JobState c) {
-    return c == JobState::kFailed || c == JobState::kLost || c == JobState::kTampered;
-  });
+  const bool failed = std::any_of(cell_states.begin(), cell_states.end(), is_failure);
   return failed ? "failed" : "incomplete";
 }
 

@@ -35,6 +35,16 @@ bool job_reaches(const NodusHome& home, const std::string& id, const std::string
   return false;
 }
 
+// A detached run that holds one H100 until `go` exists; its job id ("" when it did not start).
+std::string hold_gpu(const NodusHome& home, const std::map<std::string, std::string>& env,
+                     const std::string& go) {
+  auto holder = home.run({"run", "-d", "--gpu", "H100", "--", "sh", "-c",
+                          "while [ ! -e " + go + " ]; do sleep 0.05; done"},
+                         env);
+  EXPECT_EQ(holder.code, 0) << holder.err;
+  return holder.code == 0 ? holder.out.substr(0, holder.out.find('\n')) : "";
+}
+
 // A run still waiting for its GPUs ends by a signal as a running job does: Ctrl-C (SIGINT)
 // cancels it, exit 130; SIGTERM stops it, exit 143, attached or detached (`nodus stop`), and
 // `wait` says 143 as well. Nothing of the waiting jobs ran. Before: SIGTERM to an attached run
@@ -43,11 +53,8 @@ TEST(GpuSharing, ASignalWhileWaitingForGpusEndsTheJobAsItWouldEndARunningOne) {
   NodusHome home;
   const auto env = h100s(home, 1);
   const std::string go = home.file("go"), ran = home.file("ran");
-  auto holder = home.run({"run", "-d", "--gpu", "H100", "--", "sh", "-c",
-                          "while [ ! -e " + go + " ]; do sleep 0.05; done"},
-                         env);
-  ASSERT_EQ(holder.code, 0) << holder.err;
-  const std::string holder_id = holder.out.substr(0, holder.out.find('\n'));
+  const std::string holder_id = hold_gpu(home, env, go);
+  ASSERT_FALSE(holder_id.empty());
   struct Case {
     int sig;
     int code;
@@ -94,11 +101,8 @@ TEST(GpuSharing, AStoppedSweepsWaitingCellIsStoppedNotCancelled) {
   NodusHome home;
   const auto env = h100s(home, 1);
   const std::string go = home.file("go"), ran = home.file("ran");
-  auto holder = home.run({"run", "-d", "--gpu", "H100", "--", "sh", "-c",
-                          "while [ ! -e " + go + " ]; do sleep 0.05; done"},
-                         env);
-  ASSERT_EQ(holder.code, 0) << holder.err;
-  const std::string holder_id = holder.out.substr(0, holder.out.find('\n'));
+  const std::string holder_id = hold_gpu(home, env, go);
+  ASSERT_FALSE(holder_id.empty());
   auto sweep = home.run({"sweep", "-d", "--gpu", "H100", "-p", "i=1", "--", "touch", ran}, env);
   ASSERT_EQ(sweep.code, 0) << sweep.err;
   ASSERT_TRUE(job_reaches(home, "2", "waiting"));
