@@ -8,6 +8,7 @@
 #include "cli/common.h"
 #include "cli/job_views.h"
 #include "cli/sweep_views.h"
+#include "core/cost.h"
 #include "core/error.h"
 #include "core/parse.h"
 #include "core/text.h"
@@ -125,7 +126,11 @@ void job_rows(Table& t, const JobRecord& job, const nlohmann::json* stats) {
   for (const auto& [k, v] : job.env) field(t, "env " + k, redact_env_value(k, v));
 
   if (job.options->contains("instrumentation")) {
-    const auto& ins = (*job.options)["instrumentation"];
+    // What the hook timed once the job ended (stats), else what was set up at launch.
+    const auto& ins =
+        stats && stats->contains("instrumentation") && (*stats)["instrumentation"].is_object()
+            ? (*stats)["instrumentation"]
+            : (*job.options)["instrumentation"];
     field(t, "instrumented",
           std::string(ins.value("on", false) ? "yes: " : "no: ") + ins.value("why", std::string()));
   }
@@ -135,9 +140,36 @@ void job_rows(Table& t, const JobRecord& job, const nlohmann::json* stats) {
   if (job.options->value("tf32", false)) field(t, "tf32", tf32_line(stats));
 }
 
+// What the loop's thread was doing outside forward, backward and the optimizer over the profiled
+// steps (the hook's look at it every millisecond; a loop driven by optimizer steps): the
+// functions in the job's own files that took the most of the step, each with what that share
+// of the job's hourly rate buys, and the syncs by the line that called them.
+void waited_rows(Table& t, const nlohmann::json& lines, double usd_per_hour) {
+  char buf[320];
+  int shown = 0;
+  for (const auto& f : lines.value("functions", nlohmann::json::array())) {
+    const double share = f.value("share", 0.0);
+    if (share < 0.01 || ++shown > 3) break;  // most first: the rest are smaller
+    std::snprintf(buf, sizeof buf, "%s at %s: %s of the step", f.value("function", "?").c_str(),
+                  f.value("site", "?").c_str(), format_percent(100 * share).c_str());
+    std::string text = buf;
+    if (usd_per_hour > 0) text += ", " + format_usd(share * usd_per_hour) + "/h";
+    field(t, "outside step", text);
+  }
+  for (const auto& y : lines.value("syncs", nlohmann::json::array())) {
+    std::snprintf(buf, sizeof buf, "%.3g per step at %s, %s of the step", y.value("per_step", 0.0),
+                  y.value("site", "?").c_str(),
+                  format_percent(100 * y.value("share", 0.0)).c_str());
+    field(t, "sync " + y.value("what", std::string("?")), buf);
+  }
+}
+
 // What --profile found in the job's trace.
-void profile_rows(Table& t, const nlohmann::json& profile) {
+void profile_rows(Table& t, const nlohmann::json& profile, double usd_per_hour) {
   const auto& p = profile;
+  if (p.contains("meta") && p["meta"].is_object() && p["meta"].contains("lines") &&
+      p["meta"]["lines"].is_object())
+    waited_rows(t, p["meta"]["lines"], usd_per_hour);
   char buf[320];
   if (p.contains("steps") && p.value("cuda", false))
     std::snprintf(buf, sizeof buf,
@@ -175,6 +207,36 @@ void profile_rows(Table& t, const nlohmann::json& profile) {
   }
 }
 
+// The optimizer steps the hook counted: "1200 optimizer steps, 8.41 steps/s steady, 118.9 ms
+// per step, 32768 tokens per step"; what was not seen, said.
+std::string optimizer_steps_text(const nlohmann::json& o, double steps_per_sec) {
+  const int64_t steps = o.value("steps", int64_t{0});
+  if (steps == 0)
+    return o.value("model_seen", false) ? "no optimizer step seen (torch.optim)"
+                                        : "no optimizer step and no module call seen";
+  std::string text = std::to_string(steps) + " optimizer steps";
+  char buf[96];
+  if (steps_per_sec > 0) {
+    std::snprintf(buf, sizeof buf, ", %.4g steps/s steady", steps_per_sec);
+    text += buf;
+  }
+  if (o.contains("step_s") && o["step_s"].is_number()) {
+    std::snprintf(buf, sizeof buf, ", %.4g ms per step", 1000 * o["step_s"].get<double>());
+    text += buf;
+  }
+  const double tokens = o.value("tokens", 0.0), samples = o.value("samples", 0.0);
+  if (tokens > 0) {
+    std::snprintf(buf, sizeof buf, ", %.0f tokens per step", tokens / static_cast<double>(steps));
+    text += buf;
+  } else if (samples > 0) {
+    std::snprintf(buf, sizeof buf, ", %.4g samples per step", samples / static_cast<double>(steps));
+    text += buf;
+  } else if (!o.value("model_seen", false)) {
+    text += ", no nn.Module call seen (samples unknown)";
+  }
+  return text;
+}
+
 // What was measured: utilization, CPU, data wait, throughput, loaders, I/O, the profile, the
 // findings and a fix tried.
 void stats_rows(Table& t, store::Store& store, const JobRecord& job, const nlohmann::json& v) {
@@ -202,6 +264,9 @@ void stats_rows(Table& t, store::Store& store, const JobRecord& job, const nlohm
   if (v.contains("phases")) field(t, "phases", v["phases"].value("text", std::string()));
   if (s.data_wait_share)
     field(t, "data wait", format_percent(100 * *s.data_wait_share) + source("data_wait_source"));
+  if (v.contains("optimizer_steps") && v["optimizer_steps"].is_object())
+    field(t, "steps",
+          optimizer_steps_text(v["optimizer_steps"], v.value("instrumented_steps_per_sec", 0.0)));
   if (v.contains("throughput") && v["throughput"].is_number()) {
     field(t, "throughput",
           format_throughput(v["throughput"].get<double>()) + " " +
@@ -250,7 +315,8 @@ void stats_rows(Table& t, store::Store& store, const JobRecord& job, const nlohm
     if (io.contains("cgroup_note")) text += "; " + io["cgroup_note"].get<std::string>();
     field(t, "io", text);
   }
-  if (v.contains("profile")) profile_rows(t, v["profile"]);
+  if (v.contains("profile"))
+    profile_rows(t, v["profile"], 3600 * usd_per_second(job.gpu_count, job.rate_per_gpu_hour));
   if (v.contains("findings"))
     for (const auto& f : v["findings"])
       field(t, f.value("note", false) ? "note" : "diagnosis",

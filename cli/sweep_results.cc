@@ -16,7 +16,8 @@ struct RunFigures {
   std::optional<double> throughput, data_wait, util_mean, idle_usd, per_m;
   std::optional<std::string> verdict, slowest_rank;
   std::optional<int> workers;  // the driving DataLoader's num_workers (the hook's)
-  std::string unsteady;        // sweep::CellResult::unsteady
+  std::string throughput_metric;
+  std::string unsteady;  // sweep::CellResult::unsteady
   std::map<std::string, double> metrics;
 };
 
@@ -34,6 +35,8 @@ RunFigures figures_of(store::Store& store, const JobRecord& job) {
       return std::nullopt;
     };
     f.throughput = num("throughput");
+    if (v.contains("throughput_metric") && v["throughput_metric"].is_string())
+      f.throughput_metric = v["throughput_metric"].get<std::string>();
     f.data_wait = num("data_wait_share");
     f.util_mean = num("util_mean");
     f.idle_usd = num("idle_usd");
@@ -94,6 +97,7 @@ void add_figures(sweep::CellResult& r, const std::vector<RunFigures>& runs) {
   r.verdict = runs.back().verdict;
   r.slowest_rank = runs.back().slowest_rank;
   r.loader_workers = runs.back().workers;
+  r.throughput_metric = runs.back().throughput_metric;
   for (const auto& f : runs)
     if (f.workers != r.loader_workers) r.loader_workers.reset();  // runs that disagree
   for (const auto& f : runs)

@@ -91,6 +91,19 @@ std::optional<std::string> job_cgroup_dir(pid_t pid) {
   return *mount + *path;
 }
 
+// The hook's look at the loop's thread over the profiled steps (its "lines"): the function
+// outside the step that took the most of it, when it took at least 1%.
+std::string top_outside(const nlohmann::json& meta) {
+  if (!meta.contains("lines") || !meta["lines"].is_object()) return "";
+  const auto& functions = meta["lines"].value("functions", nlohmann::json::array());
+  if (!functions.is_array() || functions.empty() || !functions[0].is_object()) return "";
+  const auto& f = functions[0];
+  const double share = f.value("share", 0.0);
+  if (!(share >= 0.01)) return "";
+  return f.value("function", std::string("?")) + " at " + f.value("site", std::string("?")) + " (" +
+         format_percent(100 * share) + " of the step)";
+}
+
 // The lowest rank's profile (profile-<rank>.json, trace-<rank>.json in the hook's folder): the
 // trace's facts for the diagnosis, and what `show` and `report` print.
 nlohmann::json read_profile(const std::string& dir, telemetry::Evidence& evidence) {
@@ -101,11 +114,12 @@ nlohmann::json read_profile(const std::string& dir, telemetry::Evidence& evidenc
     if (auto r = rank_of(entry.path().filename().string(), "profile-", ".json"))
       if (!rank || *r < *rank) rank = r;
   if (!rank) {
-    p["note"] = "no profile: the loop fetched too few DataLoader batches (or none)";
+    p["note"] = "no profile: the loop ran too few DataLoader batches and optimizer steps (or none)";
     return p;
   }
   auto meta = read_state(fs::path(dir) / ("profile-" + std::to_string(*rank) + ".json"));
   if (meta) p["meta"] = *meta;
+  if (meta) evidence.top_outside = top_outside(*meta);
   std::string trace = (fs::path(dir) / ("trace-" + std::to_string(*rank) + ".json")).string();
   if (!fs::exists(trace, ec)) {
     p["note"] = meta ? meta->value("why", std::string("no trace written")) : "no trace written";
@@ -191,6 +205,13 @@ void HookAccumulator::add(const MetricPoint& p) {
     if (field == "samples_per_sec") a->sps += p.value, ++a->n_sps;
     if (field == "data_wait") a->dw += p.value, ++a->n_dw;
     if (field == "step_time") a->st += p.value, ++a->n_st;
+    if (field == "tokens_per_sec") a->tps += p.value, ++a->n_tps;
+    if (field == "steps_per_sec") a->stps += p.value, ++a->n_stps;
+    if (field == "interval_s") a->span += p.value;
+    if (field == "n_steps") a->steps += p.value;
+    if (field == "n_samples") a->samples += p.value;
+    if (field == "n_tokens") a->tokens += p.value;
+    if (field == "outside_s") a->outside += p.value;
   }
 }
 
@@ -202,14 +223,27 @@ Instrumented HookAccumulator::finish() const {
   out.steady = any_steady;
   double dw = 0, st = 0;
   int n_dw = 0, n_st = 0;
-  for (const auto& [rank, a] : use) {
-    if (a.n_sps == 0) continue;
+  for (const auto& [rank, a0] : use) {
+    if (a0.n_sps == 0) continue;
+    Sums a = a0;
+    if (a.span > 0 && a.steps > 0) {  // totals: one "mean" of each, over the whole span
+      a.sps = a.samples / a.span, a.n_sps = 1;
+      a.st = a.span / a.steps, a.n_st = 1;
+      a.dw = std::min(1.0, a.outside / a.span), a.n_dw = 1;
+      a.stps = a.steps / a.span, a.n_stps = 1;
+      if (a.tokens > 0) a.tps = a.tokens / a.span, a.n_tps = 1;
+    }
     ++out.ranks;
     RankFigures& r = out.per_rank[rank];
     r.samples_per_sec = a.sps / a.n_sps;
     out.samples_per_sec = out.samples_per_sec.value_or(0) + r.samples_per_sec;
     if (a.n_dw) r.data_wait = a.dw / a.n_dw, dw += *r.data_wait, ++n_dw;
     if (a.n_st) r.step_time = a.st / a.n_st, st += *r.step_time, ++n_st;
+    if (a.n_tps) {
+      r.tokens_per_sec = a.tps / a.n_tps;
+      out.tokens_per_sec = out.tokens_per_sec.value_or(0) + *r.tokens_per_sec;
+    }
+    if (a.n_stps) out.steps_per_sec = out.steps_per_sec.value_or(0) + a.stps / a.n_stps;
   }
   if (n_dw) out.data_wait = dw / n_dw;
   if (n_st) out.step_time = st / n_st;
@@ -388,9 +422,17 @@ void read_hook_states(const std::map<int, nlohmann::json>& states, telemetry::Ph
       c.stats["loader_overrides"] = state["overrides"];  // --loader: what the hook did
     if (rank == states.begin()->first && state.contains("math"))
       c.stats["math_overrides"] = state["math"];  // --tf32: what the hook did
+    if (rank == states.begin()->first) {
+      // What drove the loop (its first event): DataLoader batches or optimizer steps.
+      if (state.contains("mode") && state["mode"].is_string())
+        c.evidence.loop_source = state["mode"].get<std::string>();
+      if (state.contains("steps") && state["steps"].is_object())
+        c.stats["optimizer_steps"] = state["steps"];
+    }
     if (rank == states.begin()->first && state.contains("loaders")) {
       loaders = state["loaders"];
-      if (state.contains("driver")) c.stats["loader_driver"] = state["driver"];
+      if (state.contains("driver") && state["driver"].is_string())
+        c.stats["loader_driver"] = state["driver"];
       // The driving loader's num_workers: 0 means the loop loads its own batches.
       for (const auto& l : loaders)
         if (l.is_object() && state.contains("driver") && l.value("name", "") == state["driver"] &&
@@ -400,6 +442,31 @@ void read_hook_states(const std::map<int, nlohmann::json>& states, telemetry::Ph
   }
   c.stats["loaders"] = loaders;
   c.stats["ranks"] = states.size();
+}
+
+// What the hook timed, now that the loop has run ("why" in the instrumentation's status), and,
+// for the diagnosis, what was missing where nothing was timed.
+void describe_loop(const nlohmann::json& status, bool no_state, Conclusion& c) {
+  if (!status.value("on", false)) {
+    c.evidence.unmeasured_why =
+        "nodus did not instrument this job (" + status.value("why", std::string("off")) + ")";
+    return;
+  }
+  const std::string& loop = c.evidence.loop_source;
+  std::string why;
+  if (loop == "loader") {
+    why = "Python job: DataLoader iteration timed by nodus's hook";
+  } else if (loop == "steps") {
+    why = "Python job: optimizer steps timed by nodus's hook (no DataLoader drove the loop)";
+  } else {
+    why = no_state ? "Python job: nodus's hook saw no DataLoader batch and no torch.optim "
+                     "optimizer step"
+                   : "Python job: nodus's hook saw the loop start but timed no step";
+    c.evidence.unmeasured_why =
+        "nodus's hook saw no DataLoader batch and no optimizer step "
+        "(torch.optim) in this job";
+  }
+  c.stats["instrumentation"]["why"] = why;
 }
 
 // The job's phases (start-up, warm-up, steady state) and what its start-up cost.
@@ -440,6 +507,7 @@ void add_ranks(const std::map<int, RankFigures>& per_rank,
   nlohmann::json rows = nlohmann::json::array();
   for (const auto& [rank, f] : per_rank) {
     nlohmann::json row = {{"rank", rank}, {"samples_per_sec", f.samples_per_sec}};
+    if (f.tokens_per_sec) row["tokens_per_sec"] = *f.tokens_per_sec;
     if (auto node = nodes.find(rank); node != nodes.end()) row["node"] = node->second;
     if (f.data_wait) row["data_wait"] = *f.data_wait;
     if (f.step_time) row["step_time"] = *f.step_time;
@@ -465,6 +533,7 @@ Conclusion Measurement::conclude(const JobRecord& job, SeriesSource& series, dou
   phases.end_t = job.ended_at.value_or(unix_now());
   std::map<int, double> steady_by_rank;
   read_hook_states(m.states, phases, steady_by_rank, c);
+  describe_loop(m.status, m.states.empty(), c);
   // Without the hook, the job's first report shows its loop has run: the start of the
   // warm-up, which then lasts the --warmup seconds.
   const std::string& tp = m.options.throughput_metric;
@@ -534,11 +603,23 @@ Conclusion Measurement::conclude(const JobRecord& job, SeriesSource& series, dou
       tp_source = "instrumented";
     }
   }
+  // A model fed token ids: its throughput is tokens/s, unless the job reports its own.
+  if (hook.tokens_per_sec) {
+    c.stats["instrumented_tokens_per_sec"] = *hook.tokens_per_sec;
+    if ((tp_source == "instrumented" || (!c.throughput && tp == "tokens_per_sec"))) {
+      c.throughput = hook.tokens_per_sec;
+      c.throughput_metric = "tokens_per_sec";
+      tp_source = "instrumented";
+    }
+  }
+  if (hook.steps_per_sec) c.stats["instrumented_steps_per_sec"] = *hook.steps_per_sec;
   if (hook.data_wait) {
     c.stats["instrumented_data_wait"] = *hook.data_wait;
     if (!c.summary.data_wait_share) {
       c.summary.data_wait_share = hook.data_wait;
-      c.stats["data_wait_source"] = "instrumented";
+      c.stats["data_wait_source"] = c.evidence.loop_source == "steps"
+                                        ? std::string(telemetry::kOutOfStepSource)
+                                        : "instrumented";
     }
   }
   if (hook.step_time) c.stats["instrumented_step_time"] = *hook.step_time;

@@ -25,7 +25,8 @@
 
 namespace nodus::engine {
 
-// torch.profiler's schedule under --profile, in DataLoader batches: wait, warm-up, active.
+// torch.profiler's schedule under --profile, in DataLoader batches (optimizer steps in a loop
+// without a DataLoader): wait, warm-up, active.
 inline constexpr const char* kProfileSchedule = "5,2,5";
 
 // The hook's folder for a job: next to its metrics file ("<id>.hook").
@@ -46,7 +47,10 @@ nlohmann::json prepare_instrumentation(const JobRecord& job, const SuperviseOpti
 // What the end of a job concludes from its series.
 struct Conclusion {
   telemetry::Summary summary;        // steady state where known; money whole-job
-  std::optional<double> throughput;  // samples/s, steady
+  std::optional<double> throughput;  // steady, in throughput_metric's unit
+  // What throughput counts: "" keeps the --throughput metric; "tokens_per_sec" where the hook
+  // measured the model's token inputs and the job reports no throughput of its own.
+  std::string throughput_metric;
   telemetry::Evidence evidence;
   nlohmann::json stats = nlohmann::json::object();  // phases, sources, loaders, I/O
 };
@@ -76,14 +80,18 @@ class Measurement {
 // One rank's means over the phase Instrumented reports (steady, else warm-up).
 struct RankFigures {
   double samples_per_sec = 0;
+  std::optional<double> tokens_per_sec;
   std::optional<double> data_wait;
   std::optional<double> step_time;
 };
 
 // From hook points named "hook.r<R>.<field>": the sum over ranks of each rank's mean
-// samples_per_sec after its steady start, the mean over ranks of data_wait and step_time.
+// samples_per_sec, tokens_per_sec and steps_per_sec (optimizer steps) after its steady start,
+// the mean over ranks of data_wait and step_time.
 struct Instrumented {
   std::optional<double> samples_per_sec;
+  std::optional<double> tokens_per_sec;
+  std::optional<double> steps_per_sec;
   std::optional<double> data_wait;
   std::optional<double> step_time;
   int ranks = 0;
@@ -116,8 +124,11 @@ class HookAccumulator {
 
  private:
   struct Sums {
-    double sps = 0, dw = 0, st = 0;
-    int64_t n_sps = 0, n_dw = 0, n_st = 0;
+    double sps = 0, dw = 0, st = 0, tps = 0, stps = 0;
+    int64_t n_sps = 0, n_dw = 0, n_st = 0, n_tps = 0, n_stps = 0;
+    // A loop driven by optimizer steps also writes each interval's totals: its figures are
+    // then total over total (the steps' time, samples, tokens, time outside the step).
+    double span = 0, steps = 0, samples = 0, tokens = 0, outside = 0;
   };
   std::map<int, double> steady_t_;
   std::map<int, Sums> steady_, all_;

@@ -272,7 +272,8 @@ std::string JobObserver::finish(const JobRecord& job) {
   nlohmann::json stats = summary;
   stats.update(conclusion.stats);
   if (conclusion.throughput) stats["throughput"] = *conclusion.throughput;
-  stats["throughput_metric"] = m.options.throughput_metric;
+  stats["throughput_metric"] = conclusion.throughput_metric.empty() ? m.options.throughput_metric
+                                                                    : conclusion.throughput_metric;
 
   m.add_metrics_report(stats);
   auto findings = telemetry::diagnose(summary, conclusion.evidence);

@@ -28,12 +28,17 @@ std::optional<double> running_throughput(const std::vector<MetricPoint>& points,
                                          const std::string& name, double warmup_s) {
   if (auto own = steady_throughput(points, name, warmup_s)) return own;
   if (name != "samples_per_sec") return std::nullopt;
-  const std::string suffix = ".samples_per_sec";
-  std::set<std::string> ranks;
-  for (const auto& p : points)
-    if (is_hook_metric(p.name) && p.name.size() > suffix.size() &&
-        p.name.compare(p.name.size() - suffix.size(), suffix.size(), suffix) == 0)
-      ranks.insert(p.name);
+  // The hook's figure, as the cell's row will show it: tokens/s for a model fed token ids.
+  auto hook_series = [&](const std::string& suffix) {
+    std::set<std::string> ranks;
+    for (const auto& p : points)
+      if (is_hook_metric(p.name) && p.name.size() > suffix.size() &&
+          p.name.compare(p.name.size() - suffix.size(), suffix.size(), suffix) == 0)
+        ranks.insert(p.name);
+    return ranks;
+  };
+  std::set<std::string> ranks = hook_series(".tokens_per_sec");
+  if (ranks.empty()) ranks = hook_series(".samples_per_sec");
   std::optional<double> total;
   for (const auto& rank : ranks)
     if (auto v = steady_throughput(points, rank, warmup_s)) total = total.value_or(0) + *v;

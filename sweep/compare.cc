@@ -72,19 +72,26 @@ struct Layout {
   std::vector<std::string> param_keys;
   std::vector<std::pair<std::string, std::string>> metric_keys;  // (metric name, column key)
   bool repeated = false;
+  bool tokens = false;  // every cell with a throughput counts tokens
 };
+
+bool counts_tokens(const CellResult& c) { return c.throughput_metric == "tokens_per_sec"; }
 
 Layout layout_for(const std::vector<CellResult>& cells) {
   static const std::set<std::string> kFixed = {
-      "cell",      "params",      "status",
-      "exit_code", "wall_s",      "gpu_seconds",
-      "cost_usd",  "throughput",  "usd_per_million_samples",
-      "data_wait", "util_mean",   "idle_usd",
-      "verdict",   "best",        "schema_version",
-      "steady",    "job_id",      "job_ids",
-      "runs",      "slowest_rank"};
+      "cell",      "params",       "status",
+      "exit_code", "wall_s",       "gpu_seconds",
+      "cost_usd",  "throughput",   "usd_per_million_samples",
+      "data_wait", "util_mean",    "idle_usd",
+      "verdict",   "best",         "schema_version",
+      "steady",    "job_id",       "job_ids",
+      "runs",      "slowest_rank", "throughput_metric"};
   Layout l;
   std::set<std::string> metric_names;
+  int with_tp = 0, with_tokens = 0;
+  for (const auto& c : cells)
+    if (c.throughput) ++with_tp, with_tokens += counts_tokens(c);
+  l.tokens = with_tp > 0 && with_tokens == with_tp;
   for (const auto& c : cells) {
     l.repeated |= c.runs > 1;
     for (const auto& [name, v] : c.metrics) metric_names.insert(name);
@@ -104,8 +111,8 @@ Layout layout_for(const std::vector<CellResult>& cells) {
   if (l.repeated) l.columns.push_back({"runs", "RUNS", true});
   l.columns.push_back({"wall_s", "WALL", true});
   l.columns.push_back({"cost_usd", "COST", true});
-  l.columns.push_back({"throughput", "THROUGHPUT", true});
-  l.columns.push_back({"usd_per_million_samples", "$/M SAMPLES", true});
+  l.columns.push_back({"throughput", l.tokens ? "TOKENS/S" : "THROUGHPUT", true});
+  l.columns.push_back({"usd_per_million_samples", l.tokens ? "$/M TOKENS" : "$/M SAMPLES", true});
   l.columns.push_back({"data_wait", "DATA WAIT", true});
   // json and csv always carry these; the table shows them when some cell has a value.
   l.columns.push_back({"util_mean", "UTIL %", true, Show::kIfAny});
@@ -132,6 +139,7 @@ Layout layout_for(const std::vector<CellResult>& cells) {
     for (const auto& [name, key] : l.metric_keys)
       l.columns.push_back({key + "_sd", name + " sd", true, Show::kMachine});
   }
+  l.columns.push_back({"throughput_metric", "THROUGHPUT METRIC", false, Show::kMachine});
   l.columns.push_back({"gpu_seconds", "GPU-S", true, Show::kMachine});
   l.columns.push_back({"exit_code", "EXIT", true, Show::kMachine});
   l.columns.push_back({"params", "PARAMS", false, Show::kMachine});
@@ -356,10 +364,14 @@ std::string summary_of(const std::vector<CellResult>& cells, const Objective& o,
            (r.welch ? ", Welch's t-test " + p_text(r.welch->p) + " over " + runs_text() : "");
 
   // Throughput: the best against the runner-up, and what a sample costs in each.
-  std::string out = label(b) + ": " + format_ratio(*b.throughput / *u.throughput) +
-                    "x the throughput of the runner-up " + label(u);
+  const bool tokens = counts_tokens(b) && counts_tokens(u);
+  std::string out =
+      label(b) + ": " + format_ratio(*b.throughput / *u.throughput) +
+      (tokens ? "x the tokens/s of the runner-up " : "x the throughput of the runner-up ") +
+      label(u);
   if (comparable(u) && comparable(b) && cost_per_sample(u) > 0)
-    out += " at " + format_ratio(cost_per_sample(b) / cost_per_sample(u)) + "x the cost per sample";
+    out += " at " + format_ratio(cost_per_sample(b) / cost_per_sample(u)) +
+           (tokens ? "x the cost per token" : "x the cost per sample");
   return out + test;
 }
 }  // namespace
@@ -508,6 +520,10 @@ Result<Table> compare_table(const std::vector<CellResult>& cells, const CompareO
     j["gpu_seconds"] = c.gpu_seconds;
     j["cost_usd"] = c.cost;
     j["throughput"] = or_null(c.throughput);
+    j["throughput_metric"] =
+        c.throughput
+            ? nlohmann::json(c.throughput_metric.empty() ? "samples_per_sec" : c.throughput_metric)
+            : nlohmann::json();
     j["usd_per_million_samples"] = or_null(per_m);
     j["data_wait"] = or_null(c.data_wait);
     j["steady"] = c.state == "completed" ? nlohmann::json(c.unsteady.empty()) : nlohmann::json();

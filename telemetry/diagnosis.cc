@@ -16,10 +16,13 @@ std::string fixed(double v, const char* fmt) {
   return buf;
 }
 
-std::string data_wait_text(const Summary& s) {
+// A loop driven by optimizer steps has no batch to wait for: its share is the host's time
+// outside forward, backward and the optimizer, and is called so.
+std::string data_wait_text(const Summary& s, const Evidence& e) {
   if (!s.data_wait_share) return "data wait not reported";
   double dw = *s.data_wait_share;
-  std::string text = "data wait " + format_percent(dw * 100);
+  std::string text = (e.loop_source == "steps" ? "host time outside the step " : "data wait ") +
+                     format_percent(dw * 100);
   if (dw > kDataWaitHigh) return text + " > " + format_percent(kDataWaitHigh * 100);
   if (dw < kDataWaitNearZero) return text + " (near 0)";
   return text;
@@ -50,8 +53,31 @@ std::string io_text(const Evidence& e) {
 }
 
 // Called only with a measured data wait above kDataWaitHigh.
+// A loop without a DataLoader whose host work outside the model and optimizer is above the
+// line: fetching its own batches, logging, Python.
+Finding fetch_finding(const Summary& s, const Evidence& e) {
+  std::vector<std::string> ev = {data_wait_text(s, e), util_text(s)};
+  if (s.sawtooth && *s.sawtooth >= kSawtoothHigh)
+    ev.push_back("sawtooth " + fixed(*s.sawtooth, "%.2f"));
+  return {"loop-host-bound",
+          "host-bound",
+          "the loop's own work between steps (fetching its next batch, logging, Python) holds "
+          "the step back: there is no DataLoader to overlap it",
+          (e.top_outside.empty() ? std::string() : "first " + e.top_outside + ": ") +
+              "fetch the next batch ahead of the step (a DataLoader with num_workers, or a "
+              "prefetching thread), copy with pin_memory and non_blocking=True, log every N "
+              "steps" +
+              (e.top_outside.empty() ? "; --profile names the lines" : ""),
+          join(ev, ", "),
+          false,
+          0.85,
+          {"data_wait"},
+          std::nullopt};
+}
+
 Finding loader_finding(const Summary& s, const Evidence& e) {
-  std::vector<std::string> ev = {data_wait_text(s), util_text(s)};
+  if (e.loop_source == "steps") return fetch_finding(s, e);
+  std::vector<std::string> ev = {data_wait_text(s, e), util_text(s)};
   if (s.sawtooth && *s.sawtooth >= kSawtoothHigh)
     ev.push_back("sawtooth " + fixed(*s.sawtooth, "%.2f"));
   const bool host = s.cpu_saturation && s.cores;
@@ -118,16 +144,21 @@ Finding loader_finding(const Summary& s, const Evidence& e) {
           std::nullopt};
 }
 
-Finding unknown_wait_finding(const Summary& s) {
+Finding unknown_wait_finding(const Summary& s, const Evidence& e) {
   std::vector<std::string> ev = {util_text(s), "data wait not measured"};
+  // What was missing, never "run it under nodus" to a job that was.
+  const std::string fix = e.unmeasured_why.empty()
+                              ? "report data_wait in NODUS_METRICS"
+                              : e.unmeasured_why +
+                                    ": report data_wait (or data_time with step_time) in "
+                                    "NODUS_METRICS, or --profile to see the steps";
   if (s.sawtooth && *s.sawtooth >= kSawtoothHigh)
     ev.push_back("sawtooth " + fixed(*s.sawtooth, "%.2f"));
   return {"data-wait-unknown",
           "low-util",
           "the GPU is mostly idle; without a data-wait measurement a starved loader, in-step "
           "syncs and a job that does not use the GPU cannot be told apart",
-          "run the Python training loop under nodus (instrumentation is on by default) or "
-          "report data_wait in NODUS_METRICS",
+          fix,
           join(ev, ", "),
           false,
           0.5,
@@ -135,9 +166,9 @@ Finding unknown_wait_finding(const Summary& s) {
           std::nullopt};
 }
 
-Finding launch_finding(const Summary& s, bool near_zero) {
+Finding launch_finding(const Summary& s, const Evidence& e, bool near_zero) {
   std::string ev = "steady " + util_text(s) + " (sd " + fixed(*s.util_stddev, "%.0f") + "), " +
-                   data_wait_text(s);
+                   data_wait_text(s, e);
   return {"launch-bound",
           "launch-bound",
           "small batch or kernel launch overhead",
@@ -149,8 +180,8 @@ Finding launch_finding(const Summary& s, bool near_zero) {
           std::nullopt};
 }
 
-Finding sync_finding(const Summary& s, bool near_zero, double score) {
-  std::vector<std::string> ev = {data_wait_text(s), util_text(s)};
+Finding sync_finding(const Summary& s, const Evidence& e, bool near_zero, double score) {
+  std::vector<std::string> ev = {data_wait_text(s, e), util_text(s)};
   if (s.util_stddev) ev.push_back("sd " + fixed(*s.util_stddev, "%.0f"));
   if (s.idle_fraction && *s.idle_fraction > 0)
     ev.push_back("idle " + format_percent(*s.idle_fraction * 100) + " of samples");
@@ -255,16 +286,16 @@ std::vector<Finding> diagnose(const Summary& s, const Evidence& e) {
   if (dw_high) {
     out.push_back(loader_finding(s, e));
   } else if (low_util && !dw) {
-    out.push_back(unknown_wait_finding(s));
+    out.push_back(unknown_wait_finding(s, e));
   } else if (low_util && !gpu_trace) {  // a CUDA trace measures what utilization only hints
     const double util = *s.util_mean;
     const bool steady = s.util_stddev && *s.util_stddev <= kSteadyStddev && !sawtooth;
     if (steady && util >= kLaunchUtilLow && util <= kLaunchUtilHigh) {
-      out.push_back(launch_finding(s, dw_near_zero));
+      out.push_back(launch_finding(s, e, dw_near_zero));
       // Syncs can look the same at one-second sampling: a profile tells them apart.
-      out.push_back(sync_finding(s, dw_near_zero, 0.3));
+      out.push_back(sync_finding(s, e, dw_near_zero, 0.3));
     } else {
-      out.push_back(sync_finding(s, dw_near_zero, dw_near_zero ? 0.7 : 0.4));
+      out.push_back(sync_finding(s, e, dw_near_zero, dw_near_zero ? 0.7 : 0.4));
     }
   }
   std::vector<Finding> traced;

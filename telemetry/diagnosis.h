@@ -67,7 +67,21 @@ struct Evidence {
   std::optional<int> loader_workers;     // the driving DataLoader's num_workers (the hook)
   std::string io_source;                 // where read_mib_per_s came from: "cgroup io.stat", ...
   std::optional<TraceFacts> trace;       // --profile's trace of a few steps
+  // What drove the loop the hook timed: "loader" (DataLoader batches), "steps" (optimizer steps,
+  // no DataLoader: the data wait is the host time outside forward, backward and the optimizer),
+  // "" (unknown).
+  std::string loop_source;
+  // Where no data wait was measured: what was missing ("nodus's hook saw no DataLoader batch
+  // and no optimizer step"); "" when unknown.
+  std::string unmeasured_why;
+  // --profile of a loop driven by steps: the function outside the step that took the most of
+  // it, "get_batch at train.py:116 (44% of the step)"; "" when none was seen.
+  std::string top_outside;
 };
+
+// data_wait_source of a loop driven by optimizer steps.
+inline constexpr const char* kOutOfStepSource =
+    "instrumented: host time outside forward, backward and the optimizer";
 
 struct Finding {
   std::string rule;     // loader-starved, cpu-bound, io-bound, sync-bound, launch-bound, busy

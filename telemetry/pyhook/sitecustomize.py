@@ -21,6 +21,19 @@
 #   6. with NODUS_TF32=1 (nodus run --tf32), turns on TF32 for FP32 matmuls and cuDNN
 #      convolutions at the first batch, over what the program set before its loop; what they
 #      were and what they are at the last write go into the state file ("math").
+#   7. once torch is imported, counts optimizer steps (each torch.optim.Optimizer's step, on
+#      torch 1.13 and 2.x alike: the class's step is wrapped when an optimizer is built), the
+#      samples and tokens each step trains on (the leading dimension, and for integer token ids
+#      every element, of the first tensor the outermost nn.Module call with grad enabled
+#      receives, summed over the step's micro-batches; of several top-level modules the one
+#      with the most parameters, so a loss module is not counted twice) and the host time each
+#      step spends inside the model's forward, backward (torch.autograd.backward), the
+#      optimizer (its step and zero_grad, and the model's zero_grad) and host-device syncs
+#      (Tensor.item and tolist, torch.cuda.synchronize). A loop
+#      without a DataLoader is measured by its optimizer steps: steps/s, step time, samples/s,
+#      tokens/s and the host share outside those calls (fetching the next batch, logging,
+#      Python) as its data wait; with NODUS_PROFILE the profiler then steps on optimizer steps.
+#      Where a DataLoader drives the loop its figures stay the loop's, with steps/s beside them.
 # Beyond what NODUS_LOADER and NODUS_TF32 ask, it never changes what the program does or
 # prints: the batch and any exception pass through untouched, and any failure inside the hook
 # disables it with one line on stderr.
@@ -127,6 +140,227 @@ class _NodusLoaderKnobs(object):
         return {"asked": self.asked, "loaders": loaders}
 
 
+class _NodusSteps(object):
+    # The loop as its optimizer steps see it. Host time is split into "inside" (the model's
+    # outermost forward, backward, the optimizer's step, host-device syncs) and the rest; each
+    # optimizer keeps where the counters stood at its last step's end, and a step of the driving
+    # optimizer (most steps, the first built on ties) spans from its previous step's end to its
+    # own: its time, the inside time, samples and tokens in between.
+    def __init__(self):
+        self.inside = 0.0  # host seconds in forward, backward, optimizer and syncs, cumulative
+        self.samples = 0
+        self.tokens = 0
+        self.model = None  # id of the module counted as the model
+        self.params = {}  # id(module) -> parameter count, for top-level modules seen
+        self.marks = {}  # id(optimizer) -> [steps, t_end, inside, samples, tokens]
+        self.order = []
+        self.interval = None
+        self.new_interval()
+        self.last = None  # the driving optimizer's last step: (samples, tokens)
+        self.total = 0  # the driving optimizer's steps, counted steps only
+        self.step_s = 0.0
+        self.inside_s = 0.0
+
+    def new_interval(self):
+        self.interval = {"steps": 0, "step_s": 0.0, "inside_s": 0.0, "samples": 0, "tokens": 0,
+                         "opt_steps": 0}
+
+    def driver(self):
+        best = None
+        for key in self.order:
+            if best is None or self.marks[key][0] > self.marks[best][0]:
+                best = key
+        return best
+
+    def counted(self, module, samples, tokens):
+        key = id(module)
+        if key != self.model:
+            n = self.params.get(key)
+            if n is None:
+                n = sum(p.numel() for p in module.parameters())
+                self.params[key] = n
+            if self.model is not None and n <= self.params.get(self.model, 0):
+                return
+            self.model = key  # a larger model than the one counted so far: it is the model
+        self.samples += samples
+        self.tokens += tokens
+
+    def step_end(self, optimizer, t):
+        # True when this was a step of the driving optimizer with a step before it.
+        key = id(optimizer)
+        mark = self.marks.get(key)
+        if mark is None:
+            mark = [0, None, 0.0, 0, 0]
+            self.marks[key] = mark
+            self.order.append(key)
+        mark[0] += 1
+        counted = False
+        if key == self.driver():
+            self.interval["opt_steps"] += 1
+            if mark[1] is not None:
+                i = self.interval
+                dt = t - mark[1]
+                i["steps"] += 1
+                i["step_s"] += dt
+                i["inside_s"] += min(dt, self.inside - mark[2])
+                i["samples"] += self.samples - mark[3]
+                i["tokens"] += self.tokens - mark[4]
+                self.last = (self.samples - mark[3], self.tokens - mark[4])
+                self.total += 1
+                self.step_s += dt
+                self.inside_s += min(dt, self.inside - mark[2])
+                counted = True
+        mark[1], mark[2], mark[3], mark[4] = t, self.inside, self.samples, self.tokens
+        return counted
+
+    def steps_seen(self):
+        key = self.driver()
+        return self.marks[key][0] if key is not None else 0
+
+    def row(self, span):
+        # A line of a loop driven by optimizer steps; None for an interval without a step.
+        i = self.interval
+        if i["steps"] == 0 or i["step_s"] <= 0 or span <= 0:
+            return None
+        # The interval's totals beside its rates: nodus sums them over the steady state, so its
+        # figures are total over total, as a script's own timing of the same steps is.
+        row = {"source": "steps", "batches": self.total, "interval_s": round(i["step_s"], 6),
+               "n_steps": i["steps"], "n_samples": i["samples"], "n_tokens": i["tokens"],
+               "outside_s": round(max(0.0, i["step_s"] - i["inside_s"]), 6),
+               "samples_per_sec": round(i["samples"] / span, 3),
+               "steps_per_sec": round(i["steps"] / span, 5),
+               "step_time": round(i["step_s"] / i["steps"], 6),
+               "data_wait": round(min(1.0, max(0.0, 1.0 - i["inside_s"] / i["step_s"])), 5),
+               "batch_size": self.last[0] if self.last else 0}
+        if i["tokens"] > 0:
+            row["tokens_per_sec"] = round(i["tokens"] / span, 3)
+            row["tokens_per_step"] = self.last[1] if self.last else 0
+        return row
+
+    def add_to_loader_row(self, row, span):
+        # A DataLoader drives: its figures stand; the optimizer's steps and tokens go beside.
+        i = self.interval
+        if i["opt_steps"] > 0 and span > 0:
+            row["steps_per_sec"] = round(i["opt_steps"] / span, 5)
+        if i["tokens"] > 0 and span > 0:
+            row["tokens_per_sec"] = round(i["tokens"] / span, 3)
+
+    def state(self):
+        out = {"optimizers": len(self.order), "steps": self.steps_seen(),
+               "model_seen": self.model is not None, "samples": self.samples,
+               "tokens": self.tokens}
+        if self.total and self.step_s > 0:
+            out["step_s"] = round(self.step_s / self.total, 6)
+            out["outside_share"] = round(max(0.0, 1.0 - self.inside_s / self.step_s), 5)
+        return out
+
+
+class _NodusLines(object):
+    # Where the loop's thread is while a profiled step runs outside forward, backward, the
+    # optimizer and syncs: a thread looks at the main thread's innermost frame in the user's own
+    # files every millisecond and puts the time since its last look down to that line, and each
+    # sync (Tensor.item, tolist, torch.cuda.synchronize) is put down to the line that called it.
+    # Works where the trace has no Python stacks (torch 1.13's CPU profiler). Runs only over the
+    # profiler's active steps.
+    SKIP = ("site-packages", "dist-packages", "/torch/", "/lib/python3", "sitecustomize.py")
+
+    def __init__(self, hook):
+        import threading
+        self.hook = hook
+        self.threading = threading
+        self.main = threading.get_ident()
+        self.lines = {}  # (file:line, function) -> seconds
+        self.syncs = {}  # (what, file:line) -> [count, seconds]
+        self.stop_event = threading.Event()
+        self.thread = None
+        self.t0 = None
+        self.t1 = None
+
+    @classmethod
+    def user_frame(cls, frame):
+        while frame is not None:
+            name = frame.f_code.co_filename
+            if not name.startswith("<") and not any(s in name for s in cls.SKIP):
+                return frame
+            frame = frame.f_back
+        return None
+
+    @staticmethod
+    def where(frame):
+        import os
+        return "%s:%d" % (os.path.basename(frame.f_code.co_filename), frame.f_lineno)
+
+    def start(self):
+        self.t0 = self.hook.clock()
+        self.thread = self.threading.Thread(target=self.run, name="nodus-lines", daemon=True)
+        self.thread.start()
+
+    def run(self):
+        clock = self.hook.clock
+        frames = _nodus_sys._current_frames
+        hook = self.hook
+
+        def inside(now):  # host time inside the step so far, the call under way included
+            return hook.steps.inside + (now - hook.busy_since if hook.busy else 0.0)
+
+        last = clock()
+        was_inside = inside(last)
+        before = None  # the last line seen outside the step
+        while not self.stop_event.wait(0.001):
+            now = clock()
+            now_inside = inside(now)
+            # Of the time since the last look, what was outside the step (the hook's own counts
+            # say exactly how much) goes to the line the thread is at now, or, while it is
+            # inside a call, to the line it was last seen at outside.
+            outside = max(0.0, (now - last) - (now_inside - was_inside))
+            last, was_inside = now, now_inside
+            key = before
+            if not hook.busy:
+                frame = self.user_frame(frames().get(self.main))
+                if frame is not None:
+                    key = before = (self.where(frame), frame.f_code.co_name)
+            if key is not None and outside > 0:
+                self.lines[key] = self.lines.get(key, 0.0) + outside
+
+    def sync(self, what, seconds):
+        frame = self.user_frame(_nodus_sys._getframe(2))
+        key = (what, self.where(frame) if frame is not None else "")
+        entry = self.syncs.setdefault(key, [0, 0.0])
+        entry[0] += 1
+        entry[1] += seconds
+
+    def finish(self, steps):
+        self.t1 = self.hook.clock()
+        self.stop_event.set()
+        if self.thread is not None:
+            self.thread.join(1.0)
+        span = self.t1 - self.t0
+        # By function (file and name), each with its busiest line: get_batch at train.py:116.
+        functions = {}
+        for (site, function), v in self.lines.items():
+            key = (site.rsplit(":", 1)[0], function)
+            f = functions.setdefault(key, {"host_s": 0.0, "site": site, "top": 0.0})
+            f["host_s"] += v
+            if v > f["top"]:
+                f["site"], f["top"] = site, v
+        functions = sorted(functions.items(), key=lambda kv: -kv[1]["host_s"])[:10]
+        lines = sorted(self.lines.items(), key=lambda kv: -kv[1])[:10]
+        syncs = sorted(self.syncs.items(), key=lambda kv: -kv[1][1])[:10]
+        return {"steps": steps, "span_s": round(span, 6),
+                "functions": [{"function": k[1], "site": f["site"],
+                               "host_s": round(f["host_s"], 6),
+                               "share": round(f["host_s"] / span, 5) if span > 0 else 0.0}
+                              for k, f in functions],
+                "lines": [{"site": k[0], "function": k[1], "host_s": round(v, 6),
+                           "share": round(v / span, 5) if span > 0 else 0.0}
+                          for k, v in lines],
+                "syncs": [{"what": k[0], "site": k[1], "count": v[0],
+                           "per_step": round(v[0] / float(max(1, steps)), 4),
+                           "host_s": round(v[1], 6),
+                           "share": round(v[1] / span, 5) if span > 0 else 0.0}
+                          for k, v in syncs]}
+
+
 class _NodusHook(object):
     def __init__(self, out_dir):
         import os
@@ -172,6 +406,16 @@ class _NodusHook(object):
         self.prof_steps = 0
         self.prof_done = False
         self.stopping = False
+        # What drives the loop, decided by its first event: "loader" (a DataLoader batch came
+        # first) or "steps" (an optimizer step ended before any batch).
+        self.mode = None
+        self.steps = _NodusSteps()
+        self.depth = 0  # inside the outermost nn.Module call
+        self.busy = 0  # inside a call whose host time counts as the step's own
+        self.busy_since = 0.0  # when that call began
+        self.in_step = False  # inside an optimizer's step
+        self.sampler = None  # _NodusLines over the profiled steps of a loop driven by steps
+        self.sampled = None  # what it found, for profile-<rank>.json
 
     def find_rank(self):
         # torchrun and accelerate set RANK / WORLD_SIZE; a job that spawns its own processes
@@ -191,6 +435,17 @@ class _NodusHook(object):
         try:
             _nodus_sys.stderr.write("nodus: instrumentation off after an error in its hook: %r\n"
                                     % (error,))
+        except Exception:
+            pass
+        # Nothing of the hook's is left running: a profiler never stopped hangs the exit.
+        sampler, self.sampler = self.sampler, None
+        prof, self.prof = self.prof, None
+        self.prof_done = True
+        try:
+            if sampler is not None:
+                sampler.stop_event.set()
+            if prof is not None:
+                prof.stop()
         except Exception:
             pass
 
@@ -243,7 +498,7 @@ class _NodusHook(object):
 
     def before(self):
         # One profiler step per batch, begun before the batch is fetched.
-        if self.os.getpid() != self.pid or self.prof_done:
+        if self.os.getpid() != self.pid or self.prof_done or self.mode == "steps":
             return
         if self.prof is None:
             self.start_profiler()
@@ -275,13 +530,18 @@ class _NodusHook(object):
         t0 = self.clock()
         prof.export_chrome_trace(path)
         meta = dict(self.prof_meta)
-        meta.update({"trace": path, "batches": self.prof_steps,
+        meta.update({"trace": path, "batches": self.prof_steps, "unit": self.prof_unit(),
                      "export_s": round(self.clock() - t0, 3), "complete": not self.stopping})
+        if self.sampled is not None:
+            meta["lines"] = self.sampled
         tmp = self.os.path.join(self.out_dir, "profile-%d.json.tmp" % self.rank)
         with open(tmp, "w") as f:
             f.write(json.dumps(meta))
         self.os.replace(tmp, tmp[:-4])
         self.prof_done = True
+
+    def prof_unit(self):
+        return "optimizer step" if self.mode == "steps" else "batch"
 
     def profile_failed(self, error):
         # The profiler's failure ends profiling only: the loader figures carry on.
@@ -301,6 +561,8 @@ class _NodusHook(object):
         # writes what the active steps recorded so far; nothing when they had not begun).
         if self.prof is None:
             return
+        if self.sampler is not None:  # the loop ended inside the active steps
+            self.finish_lines(max(0, self.prof_steps - self.profile[0] - self.profile[1]))
         self.stopping = stopping
         prof, self.prof = self.prof, None
         written = self.prof_done
@@ -312,11 +574,70 @@ class _NodusHook(object):
                 self.os.path.join(self.out_dir, "trace-%d.json" % self.rank)):
             import json
             meta = dict(self.prof_meta)
-            meta.update({"batches": self.prof_steps, "complete": False,
-                         "why": "the loop ended after %d batches, before the profiled ones"
-                                % self.prof_steps})
+            meta.update({"batches": self.prof_steps, "unit": self.prof_unit(),
+                         "complete": False,
+                         "why": "the loop ended after %d %s, before the profiled ones"
+                                % (self.prof_steps, "optimizer steps" if self.mode == "steps"
+                                   else "batches")})
             with open(self.os.path.join(self.out_dir, "profile-%d.json" % self.rank), "w") as f:
                 f.write(json.dumps(meta))
+
+    def step_end(self, optimizer, t):
+        # An optimizer step ended at t: the loop's beat when no DataLoader drives it.
+        if self.os.getpid() != self.pid:
+            return
+        counted = self.steps.step_end(optimizer, t)
+        if self.mode is None:
+            self.mode = "steps"
+        if self.mode != "steps":
+            return
+        self.last_batch = t
+        if self.profile is not None and not self.prof_done:
+            try:
+                self.prof_tick()
+            except Exception as error:
+                self.profile_failed(error)
+        if self.first_batch is None:
+            self.find_rank()
+            self.first_batch = t
+            self.next_emit = t + 1.0
+            self.interval_start = t
+            self.steps.new_interval()
+            self.write_state()
+            return
+        if not counted:
+            return
+        if self.steady is None:
+            n = self.steps.steps_seen()
+            if (self.warm_batches is not None and n > self.warm_batches) or (
+                    self.warm_seconds is not None and t - self.first_batch >= self.warm_seconds):
+                self.emit(t)
+                self.steady = t
+                self.write_state()
+                return
+        if t >= self.next_emit:
+            self.emit(t)
+
+    def prof_tick(self):
+        # One profiler step per optimizer step, from one step's end to the next's.
+        wait, warmup, active = self.profile
+        if self.prof is None:
+            self.start_profiler()
+        else:
+            if self.prof_steps == sum(self.profile):  # this step() ends the last active one
+                self.finish_lines(active)
+            self.prof.step()
+        self.prof_steps += 1
+        if self.prof_steps == wait + warmup + 1:
+            self.sampler = _NodusLines(self)
+            self.sampler.start()
+        if self.prof_steps > sum(self.profile):
+            self.stop_profiler(False)
+
+    def finish_lines(self, steps):
+        if self.sampler is not None:
+            sampler, self.sampler = self.sampler, None
+            self.sampled = sampler.finish(steps)
 
     def record(self, it, t0, t1, batch, frame):
         if self.os.getpid() != self.pid:  # a forked child (a loader worker): not the loop
@@ -346,6 +667,10 @@ class _NodusHook(object):
             it._nodus_prev = t1
         except Exception:
             pass
+        if self.mode is None:
+            self.mode = "loader"
+        elif self.mode != "loader":
+            return  # a loader beside a loop its optimizer steps drive (an evaluation)
         self.last_batch = t1
         if self.prof is not None and self.prof_steps > sum(self.profile):
             self.stop_profiler(False)  # the schedule is over: its trace was written
@@ -369,16 +694,22 @@ class _NodusHook(object):
             self.emit(t1)
 
     def emit(self, now):
-        d = self.driver()
         span = now - self.interval_start
-        if d is not None and d["ibatches"] > 0 and span > 0:
-            row = {"t": round(now + self.unix_offset, 3),
-                   "samples_per_sec": round(d["isamples"] / span, 3),
-                   "batch_size": d["last_bs"], "batches": d["batches"],
-                   "phase": 1 if self.steady is not None else 0}
-            if d["isteps"] > 0 and d["istep"] > 0:
-                row["data_wait"] = round(min(1.0, max(0.0, d["iw"] / d["istep"])), 5)
-                row["step_time"] = round(d["istep"] / d["isteps"], 6)
+        row = None
+        if self.mode == "steps":
+            row = self.steps.row(span)
+        else:
+            d = self.driver()
+            if d is not None and d["ibatches"] > 0 and span > 0:
+                row = {"samples_per_sec": round(d["isamples"] / span, 3),
+                       "batch_size": d["last_bs"], "batches": d["batches"]}
+                if d["isteps"] > 0 and d["istep"] > 0:
+                    row["data_wait"] = round(min(1.0, max(0.0, d["iw"] / d["istep"])), 5)
+                    row["step_time"] = round(d["istep"] / d["isteps"], 6)
+                self.steps.add_to_loader_row(row, span)
+        if row is not None:
+            row["t"] = round(now + self.unix_offset, 3)
+            row["phase"] = 1 if self.steady is not None else 0
             import json
             if self.lines is None:
                 path = self.os.path.join(self.out_dir, "auto-%d.jsonl" % self.rank)
@@ -390,6 +721,7 @@ class _NodusHook(object):
             e["isteps"] = 0
             e["isamples"] = 0
             e["ibatches"] = 0
+        self.steps.new_interval()
         self.interval_start = now
         self.next_emit = now + 1.0
         self.write_state()
@@ -440,6 +772,8 @@ class _NodusHook(object):
                 dict((key, self.loaders[key]["name"]) for key in self.order))
         if self.tf32:
             state["math"] = self.math_state()
+        state["mode"] = self.mode
+        state["steps"] = self.steps.state()
         path = self.os.path.join(self.out_dir, "loaders-%d.json" % self.rank)
         tmp = path + ".tmp"
         with open(tmp, "w") as f:
@@ -503,6 +837,148 @@ def _nodus_patch(module, hook):
         _nodus_patch_loader(module, hook)
 
 
+def _nodus_timed(hook, original, sync=None):
+    # original, with its host time counted inside the step (not nested in another counted call);
+    # a sync (named) is also put down to the line that called it while steps are profiled.
+    clock = hook.clock
+
+    def timed(*args, **kwargs):
+        if hook.busy or not hook.on:
+            return original(*args, **kwargs)
+        hook.busy = 1
+        t0 = hook.busy_since = clock()
+        try:
+            return original(*args, **kwargs)
+        finally:
+            hook.busy = 0
+            dt = clock() - t0
+            hook.steps.inside += dt
+            if sync is not None and hook.sampler is not None:
+                try:
+                    hook.sampler.sync(sync, dt)
+                except Exception:
+                    pass
+
+    return timed
+
+
+def _nodus_patch_torch(torch, hook):
+    # Optimizer steps, the model's forward, backward and syncs (item 7 of the header).
+    import functools
+    steps = hook.steps
+    clock = hook.clock
+    integer = set(getattr(torch, name) for name in ("int64", "int32", "int16", "int8", "uint8")
+                  if hasattr(torch, name))
+    is_grad_enabled = torch.is_grad_enabled
+    Module = torch.nn.Module
+
+    def first_tensor(args, kwargs):
+        for a in args:
+            if hasattr(a, "dim") and hasattr(a, "shape"):
+                return a
+        x = kwargs.get("input_ids")
+        if x is not None and hasattr(x, "dim"):
+            return x
+        for v in kwargs.values():
+            if hasattr(v, "dim") and hasattr(v, "shape"):
+                return v
+        return None
+
+    original_call = Module.__call__
+
+    def __call__(self, *args, **kwargs):
+        if hook.depth or not hook.on:
+            return original_call(self, *args, **kwargs)
+        hook.depth = 1
+        timed = not hook.busy
+        t0 = clock()
+        if timed:
+            hook.busy, hook.busy_since = 1, t0
+        try:
+            return original_call(self, *args, **kwargs)
+        finally:
+            hook.depth = 0
+            try:
+                if is_grad_enabled():
+                    x = first_tensor(args, kwargs)
+                    if x is not None and x.dim() > 0:
+                        tokens = x.numel() if x.dim() > 1 and x.dtype in integer else 0
+                        steps.counted(self, int(x.shape[0]), tokens)
+            except Exception as error:
+                hook.fail(error)
+            if timed:  # the hook's own counting is not the loop's time outside the step
+                hook.busy = 0
+                steps.inside += clock() - t0
+
+    functools.update_wrapper(__call__, original_call)
+    Module.__call__ = __call__
+
+    torch.autograd.backward = functools.update_wrapper(
+        _nodus_timed(hook, torch.autograd.backward), torch.autograd.backward)
+    for name in ("item", "tolist"):
+        original = getattr(torch.Tensor, name)
+        setattr(torch.Tensor, name, functools.update_wrapper(
+            _nodus_timed(hook, original, "Tensor." + name), original))
+    for cls in (torch.optim.Optimizer, Module):  # zero_grad is the optimizer's work too
+        original = cls.zero_grad
+        cls.zero_grad = functools.update_wrapper(_nodus_timed(hook, original), original)
+    cuda = getattr(torch, "cuda", None)
+    if cuda is not None and hasattr(cuda, "synchronize"):
+        cuda.synchronize = functools.update_wrapper(
+            _nodus_timed(hook, cuda.synchronize, "torch.cuda.synchronize"), cuda.synchronize)
+
+    Optimizer = torch.optim.Optimizer
+    original_init = Optimizer.__init__
+
+    def wrap_step(cls):
+        step = cls.__dict__.get("step")
+        if step is None or getattr(step, "_nodus", False):
+            return
+
+        def wrapped(self, *args, **kwargs):
+            if hook.in_step or not hook.on:
+                return step(self, *args, **kwargs)
+            hook.in_step = True
+            timed = not hook.busy
+            t0 = clock()
+            if timed:
+                hook.busy, hook.busy_since = 1, t0
+            try:
+                return step(self, *args, **kwargs)
+            finally:
+                hook.in_step = False
+                t1 = clock()
+                if timed:
+                    steps.inside += t1 - t0
+                try:
+                    hook.step_end(self, t1)
+                except Exception as error:
+                    hook.fail(error)
+                if timed:  # the hook's own bookkeeping counts in the next step, as inside
+                    hook.busy = 0
+                    steps.inside += clock() - t1
+
+        functools.update_wrapper(wrapped, step)  # keeps torch's own "hooked" mark
+        wrapped._nodus = True
+        cls.step = wrapped
+
+    def __init__(self, *args, **kwargs):
+        original_init(self, *args, **kwargs)
+        try:
+            # After torch's own wrapping of the class's step (its profiler hook): ours is outside.
+            for cls in type(self).__mro__:
+                if cls is Optimizer:
+                    break
+                if "step" in cls.__dict__:
+                    wrap_step(cls)
+                    break
+        except Exception as error:
+            hook.fail(error)
+
+    functools.update_wrapper(__init__, original_init)
+    Optimizer.__init__ = __init__
+
+
 def _nodus_patch_loader(module, hook):
     # DataLoader.__init__ with the knobs of NODUS_LOADER set in its arguments (they were checked
     # when the hook started; a failure here leaves that loader as the program built it, said).
@@ -531,15 +1007,18 @@ def _nodus_patch_loader(module, hook):
 
 
 class _NodusFinder(object):
-    # A post-import hook: when torch.utils.data.dataloader is first imported, let the normal
-    # finders load it, then patch it. Nothing else is touched and nothing is imported early.
-    target = "torch.utils.data.dataloader"
+    # A post-import hook: when a target module is first imported, let the normal finders load
+    # it, then patch it. Nothing else is touched and nothing is imported early. The targets:
+    # torch.utils.data.dataloader (the DataLoader) and torch itself (once `import torch` is
+    # done: optimizers, modules, autograd).
 
-    def __init__(self, hook):
+    def __init__(self, hook, targets):
         self.hook = hook
+        self.targets = dict(targets)  # module name -> patch(module, hook)
 
     def find_spec(self, fullname, path=None, target=None):
-        if fullname != self.target:
+        patch = self.targets.get(fullname)
+        if patch is None:
             return None
         import importlib.machinery
         spec = importlib.machinery.PathFinder.find_spec(fullname, path)
@@ -552,7 +1031,7 @@ class _NodusFinder(object):
         def exec_and_patch(module):
             exec_module(module)
             try:
-                _nodus_patch(module, hook)
+                patch(module, hook)
             except Exception as error:
                 hook.fail(error)
 
@@ -561,10 +1040,12 @@ class _NodusFinder(object):
         except Exception as error:
             hook.fail(error)
             return None
-        try:
-            _nodus_sys.meta_path.remove(self)
-        except ValueError:
-            pass
+        del self.targets[fullname]
+        if not self.targets:
+            try:
+                _nodus_sys.meta_path.remove(self)
+            except ValueError:
+                pass
         return spec
 
     # Python < 3.4 finders API, never used on 3.x but harmless.
@@ -580,11 +1061,16 @@ def _nodus_install():
     hook = _NodusHook(out_dir)
     import atexit
     atexit.register(hook.at_exit)
-    module = _nodus_sys.modules.get(_NodusFinder.target)
-    if module is not None:
-        _nodus_patch(module, hook)
-    else:
-        _nodus_sys.meta_path.insert(0, _NodusFinder(hook))
+    targets = {}
+    for name, patch in (("torch.utils.data.dataloader", _nodus_patch), ("torch",
+                                                                       _nodus_patch_torch)):
+        module = _nodus_sys.modules.get(name)
+        if module is not None:
+            patch(module, hook)
+        else:
+            targets[name] = patch
+    if targets:
+        _nodus_sys.meta_path.insert(0, _NodusFinder(hook, targets))
 
 
 try:

@@ -21,11 +21,16 @@ const Keys kPs = {"id",         "name",       "state",    "gpu",    "gpu_type", 
 const Keys kSweeps = {"id",      "name",     "state",      "cells",      "completed", "failed",
                       "stopped", "cost_usd", "budget_usd", "created_at", "command"};
 // One parameter, named w.
-const Keys kCells = {"cell",         "w",           "status",     "job_id",
-                     "wall_s",       "cost_usd",    "throughput", "usd_per_million_samples",
-                     "data_wait",    "util_mean",   "idle_usd",   "verdict",
-                     "slowest_rank", "gpu_seconds", "exit_code",  "params",
-                     "steady",       "best"};
+const Keys kCells = {"cell",         "w",
+                     "status",       "job_id",
+                     "wall_s",       "cost_usd",
+                     "throughput",   "usd_per_million_samples",
+                     "data_wait",    "util_mean",
+                     "idle_usd",     "verdict",
+                     "slowest_rank", "throughput_metric",
+                     "gpu_seconds",  "exit_code",
+                     "params",       "steady",
+                     "best"};
 const Keys kCostRow(const std::string& key) { return {key, "jobs", "gpu_hours", "cost_usd"}; }
 const Keys kPrices = {"type",   "aliases",    "usd_per_gpu_hour",
                       "source", "source_url", "checked",

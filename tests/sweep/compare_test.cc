@@ -437,7 +437,8 @@ TEST(SweepCompare, UnknownSortColumnListsKeys) {
   EXPECT_EQ(t.error().message,
             "--sort: unknown column 'speed': expected one of cell, num_workers, status, job_id, "
             "wall_s, cost_usd, throughput, usd_per_million_samples, data_wait, util_mean, "
-            "idle_usd, verdict, slowest_rank, gpu_seconds, exit_code, steady, best");
+            "idle_usd, verdict, slowest_rank, throughput_metric, gpu_seconds, exit_code, steady, "
+            "best");
 }
 
 TEST(SweepCompare, ParamNamedLikeAColumnGetsAPrefixedKey) {

@@ -1,0 +1,66 @@
+#!/bin/bash
+# Issue 57 on the lent GPU machine: the nanoGPT-style fixture (tests/data/pytorch/nanogpt_style.py,
+# no DataLoader: batches sliced from an np.memmap in get_batch, gradient accumulation 4,
+# loss.item() every iteration) at GPT-2 size in bf16, unmodified, under nodus:
+#   1. a sweep over its batch size (4, 8, 12): nodus's tokens/s, steps/s and out-of-step share
+#      per cell beside the fixture's own "steady:" line (sweep.*, show-<id>.txt, own-<id>.txt);
+#   2. the hook's overhead: the fixture's own tokens/s with the hook and with --no-instrument,
+#      alternating, 3 pairs at batch 8 (overhead.txt);
+#   3. --profile at batch 8 with a slow get_batch (--slow-batch-ms 30): the lines named
+#      (profile.txt, profile.json).
+# Run from the checkout's root: bash bench/h200/step_loops.sh (nodus from $NODUS, else
+# .device/nodus, else build/nodus). Writes to $OUT (default /tmp/step-loops-out).
+set -u
+cd "$(dirname "$0")/../.." || exit 1
+N=${NODUS:-$PWD/.device/nodus}
+[ -x "$N" ] || N=$PWD/build/nodus
+OUT=${OUT:-/tmp/step-loops-out}
+mkdir -p "$OUT"
+export NODUS_HOME=${NODUS_HOME:-/tmp/nodus-step-loops}
+rm -rf "$NODUS_HOME"
+PY=${PYTHON:-python3}
+S=$PWD/tests/data/pytorch/nanogpt_style.py
+DATA=$(mktemp -d /tmp/step-loops-data.XXXXXX)
+# The GPU's type as nodus's catalog names it.
+TYPE=H100
+nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200 && TYPE=H200
+# GPT-2 size (124M parameters: 12 layers, 768 wide, 12 heads, 1024 tokens, 50304 ids), bf16.
+MODEL=(--n-layer 12 --n-embd 768 --n-head 12 --block-size 1024 --vocab 50304 --dtype bfloat16
+       --grad-accum 4 --tokens 20000000 --data-dir "$DATA" --log-interval 10 --skip 10)
+{
+  date -u; hostname; nvidia-smi -L; nproc
+  $PY -c 'import torch, sys; print("torch", torch.__version__, "python", sys.version.split()[0])'
+  "$N" --version 2>&1
+} > "$OUT/env.txt" 2>&1
+
+# 1. The sweep: 50 optimizer steps a cell, the first 10 the warm-up of both nodus and the script.
+"$N" sweep --name steps --gpu "$TYPE" --param bs=4,8,12 --warmup 10 --timeout 5m -- \
+  "$PY" "$S" "${MODEL[@]}" --iters 50 --batch-size "{bs}" > "$OUT/sweep.txt" 2>&1
+echo $? > "$OUT/sweep.rc"
+"$N" show steps --format json > "$OUT/sweep.json" 2>&1
+"$N" show steps --format md > "$OUT/sweep.md" 2>&1
+for id in 1 2 3; do
+  "$N" show "$id" > "$OUT/show-$id.txt" 2>&1
+  "$N" logs "$id" 2>&1 | grep -E '^steady:' > "$OUT/own-$id.txt"
+done
+
+# 2. Overhead: the fixture's own figures, hook on and off, alternating.
+: > "$OUT/overhead.txt"
+for pair in 1 2 3; do
+  for mode in on off; do
+    flag=()
+    [ "$mode" = off ] && flag=(--no-instrument)
+    "$N" run --gpu "$TYPE" "${flag[@]}" --timeout 5m -- "$PY" "$S" "${MODEL[@]}" --iters 40 \
+      --batch-size 8 > "$OUT/run.tmp" 2>&1
+    echo "pair $pair hook $mode: $(grep -E '^steady:' "$OUT/run.tmp")" >> "$OUT/overhead.txt"
+  done
+done
+rm -f "$OUT/run.tmp"
+
+# 3. --profile with a slow get_batch: the lines the steps waited for.
+"$N" run --gpu "$TYPE" --profile --warmup 10 --timeout 5m -- "$PY" "$S" "${MODEL[@]}" \
+  --iters 30 --batch-size 8 --slow-batch-ms 30 > "$OUT/profile-run.txt" 2>&1
+last=$("$N" ps -a --format json | $PY -c 'import json,sys; print(json.load(sys.stdin)[0]["id"])')
+"$N" show "$last" > "$OUT/profile.txt" 2>&1
+"$N" show "$last" --format json > "$OUT/profile.json" 2>&1
+rm -rf "$DATA"
