@@ -5,6 +5,7 @@
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <tuple>
 #include <unordered_map>
 
 #include "core/json_input.h"
@@ -345,6 +346,7 @@ struct Trace {
   std::map<uint32_t, double> kernel_time;           // by kernel name
   std::unordered_map<int64_t, uint32_t> op_of_ext;  // an op's External id -> its name
   std::vector<const Rec*> ops, frames, syncs;       // the loop thread's ops, Python frames, syncs
+  std::vector<int> frame_parent;  // the index in `frames` of the frame around each, or -1
   bool cuda = false;
 };
 
@@ -377,7 +379,40 @@ Trace index_trace(std::vector<Rec>& recs, const std::vector<std::string>& names)
     if (r.kind == kSyncCall || (r.kind == kCpuOp && is_sync_op(names[r.name])))
       t.syncs.push_back(&r);
   }
+  std::vector<int> open;  // the frames around the one being indexed, outermost first
+  for (size_t i = 0; i < t.frames.size(); ++i) {
+    while (!open.empty() && !contains(t.frames[static_cast<size_t>(open.back())], t.frames[i]))
+      open.pop_back();
+    t.frame_parent.push_back(open.empty() ? -1 : open.back());
+    open.push_back(static_cast<int>(i));
+  }
   return t;
+}
+
+// The job's own frame the loop's thread was in over [lo, hi): the innermost (latest-starting)
+// frame that covers more than half of it; failing that, the one that covers most of it (ties:
+// the latest-starting); null when none overlaps it. Only the frames open at `lo` (the last one
+// begun before it and those around it) and those begun inside are looked at, so a trace's
+// thousands of gaps cost no more than its frames.
+const Rec* frame_over(const Trace& t, double lo, double hi) {
+  const auto& fr = t.frames;
+  auto before = [](const Rec* r, double x) { return r->ts < x; };
+  const auto from = std::lower_bound(fr.begin(), fr.end(), lo, before) - fr.begin();
+  const auto to = std::lower_bound(fr.begin(), fr.end(), hi, before) - fr.begin();
+  const double half = (hi - lo) / 2;
+  long most = -1, inner = -1;  // indexes in `frames`: a later one began later or inside
+  double most_us = 0;
+  auto consider = [&](long i) {
+    const Rec* r = fr[static_cast<size_t>(i)];
+    double us = overlap({r->ts, r->ts + r->dur}, lo, hi);
+    if (us <= 0) return;
+    if (us > half && i > inner) inner = i;
+    if (us > most_us || (us == most_us && i > most)) most = i, most_us = us;
+  };
+  for (long i = from - 1; i >= 0; i = t.frame_parent[static_cast<size_t>(i)]) consider(i);
+  for (long i = from; i < to; ++i) consider(i);
+  long pick = inner >= 0 ? inner : most;
+  return pick >= 0 ? fr[static_cast<size_t>(pick)] : nullptr;
 }
 
 // The syncs of a step that count: only the outermost of nested ones (aten::item holds
@@ -401,20 +436,58 @@ std::vector<const Rec*> counted_syncs(const std::vector<const Rec*>& step_syncs,
   return real;
 }
 
+constexpr const char* kNoFrame = "(no Python frame)";
+constexpr const char* kFetchWhat = "DataLoader __next__";
+
 // Sums over every step.
 struct StepTotals {
   double step = 0, busy = 0, fetch_idle = 0, sync_idle = 0, inside_idle = 0, fetch = 0;
   int kernels = 0, syncs = 0, ops = 0;
   std::map<std::pair<std::string, std::string>, SyncSite> sites;  // by what and where
+  // GPU idle by where the loop's thread was (IdleSite's site, kind, what)
+  std::map<std::tuple<std::string, std::string, std::string>, double> idle_us;
   std::vector<double> kernel_durs;
 };
 
+// A sync's what (a sync call named with the aten op it ran in: aten::to, aten::copy_, ...) and
+// site (the innermost of the job's own frames around it, or "").
+struct SyncWhere {
+  std::string what, site;
+};
+
+SyncWhere sync_where(const Trace& t, const Rec* y) {
+  SyncWhere w{t.names[y->name], ""};
+  if (y->kind == kSyncCall) {
+    for (const Rec* o : t.ops)
+      if (contains(o, y) && starts_with(t.names[o->name], "aten::")) {
+        w.what += " in " + t.names[o->name];
+        break;
+      }
+  }
+  const Rec* best = nullptr;
+  for (const Rec* p : t.frames)
+    if (p->ts <= y->ts && p->ts + p->dur >= y->ts + y->dur && (!best || p->ts >= best->ts))
+      best = p;
+  if (best) w.site = t.names[best->name];
+  return w;
+}
+
+// Puts the GPU's idle over [lo, hi) down to the frame the loop's thread was in then.
+void add_idle_at(const Trace& t, double lo, double hi, const char* kind, const char* what,
+                 StepTotals& tot) {
+  if (hi <= lo) return;
+  const Rec* p = frame_over(t, lo, hi);
+  tot.idle_us[{p ? t.names[p->name] : kNoFrame, kind, what}] += hi - lo;
+}
+
 // The GPU-idle gaps of the step [a, b), each split into the time spent fetching the next batch,
 // the time after a sync (the first sync that overlaps a gap owns the idle from its start to the
-// gap's end) and the rest. Returns each sync's share, in the order of `syncs`.
+// gap's end) and the rest, each part put down to a site (the sync's; the frame the loop's thread
+// was in for the others). Returns each sync's share, in the order of `syncs`.
 std::vector<double> split_idle(const Trace& t, double a, double b,
                                const std::vector<Interval>& fetch,
-                               const std::vector<const Rec*>& syncs, StepTotals& tot) {
+                               const std::vector<const Rec*>& syncs,
+                               const std::vector<SyncWhere>& where, StepTotals& tot) {
   std::vector<double> sync_idle(syncs.size(), 0);
   if (!t.cuda) return sync_idle;
   auto first =
@@ -429,8 +502,12 @@ std::vector<double> split_idle(const Trace& t, double a, double b,
   if (cursor < b) gaps.push_back({cursor, b});
   for (const auto& g : gaps) {
     double len = g.second - g.first, in_fetch = 0;
-    for (const auto& fi : fetch) in_fetch += overlap(fi, g.first, g.second);
-    double rest = len - in_fetch;
+    for (const auto& fi : fetch) {
+      in_fetch += overlap(fi, g.first, g.second);
+      add_idle_at(t, std::max(fi.first, g.first), std::min(fi.second, g.second), "fetch",
+                  kFetchWhat, tot);
+    }
+    double rest = len - in_fetch, host_end = g.second;
     for (size_t k = 0; k < syncs.size() && rest > 0; ++k) {
       const Rec* y = syncs[k];
       if (y->ts <= g.second && y->ts + y->dur >= g.first) {
@@ -440,34 +517,32 @@ std::vector<double> split_idle(const Trace& t, double a, double b,
         idle = std::clamp(idle, 0.0, rest);
         sync_idle[k] += idle;
         rest -= idle;
+        host_end = from;
+        if (idle > 0)
+          tot.idle_us[{where[k].site.empty() ? kNoFrame : where[k].site, "sync", where[k].what}] +=
+              idle;
         break;
       }
     }
+    // The rest: the gap before the sync, less the fetches (merged, in order), piece by piece.
+    double cursor = g.first;
+    for (const auto& fi : fetch) {
+      if (fi.second <= cursor) continue;
+      if (fi.first >= host_end) break;
+      add_idle_at(t, cursor, std::min(fi.first, host_end), "host", "", tot);
+      cursor = std::max(cursor, fi.second);
+    }
+    add_idle_at(t, cursor, host_end, "host", "", tot);
     tot.fetch_idle += in_fetch;
     tot.inside_idle += rest;
   }
   return sync_idle;
 }
 
-// Counts a sync where it was made: what it is (a sync call, with the aten op it ran in) and the
-// innermost Python frame around it, with the GPU idle it owns.
-void add_sync_site(const Trace& t, const Rec* y, double idle, StepTotals& tot) {
-  std::string what = t.names[y->name];
-  if (y->kind == kSyncCall) {  // name the op it ran in: aten::to, aten::copy_, ...
-    for (const Rec* o : t.ops)
-      if (contains(o, y) && starts_with(t.names[o->name], "aten::")) {
-        what += " in " + t.names[o->name];
-        break;
-      }
-  }
-  std::string site;
-  const Rec* best = nullptr;
-  for (const Rec* p : t.frames)
-    if (p->ts <= y->ts && p->ts + p->dur >= y->ts + y->dur && (!best || p->ts >= best->ts))
-      best = p;
-  if (best) site = t.names[best->name];
-  auto& entry = tot.sites[{what, site}];
-  entry.what = what, entry.site = site;
+// Counts a sync where it was made, with the GPU idle it owns.
+void add_sync_site(const SyncWhere& w, double idle, StepTotals& tot) {
+  auto& entry = tot.sites[{w.what, w.site}];
+  entry.what = w.what, entry.site = w.site;
   ++entry.count;
   entry.gpu_idle_us += idle;
 }
@@ -493,11 +568,26 @@ void add_step(const Trace& t, const Rec& s, StepTotals& tot) {
   for (const auto& i : t.busy) tot.busy += overlap(i, a, b);
   for (const auto& r : t.recs)
     if (r.kind == kKernel && r.ts >= a && r.ts < b) ++tot.kernels, tot.kernel_durs.push_back(r.dur);
-  const std::vector<double> sync_idle = split_idle(t, a, b, fetch, syncs, tot);
+  std::vector<SyncWhere> where;
+  for (const Rec* y : syncs) where.push_back(sync_where(t, y));
+  const std::vector<double> sync_idle = split_idle(t, a, b, fetch, syncs, where, tot);
   for (size_t k = 0; k < syncs.size(); ++k) {
     tot.sync_idle += sync_idle[k];
-    add_sync_site(t, syncs[k], sync_idle[k], tot);
+    add_sync_site(where[k], sync_idle[k], tot);
   }
+}
+
+// The lines the GPU waited for, most idle first: at most 8.
+void add_idle_sites(const StepTotals& tot, TraceFacts& f) {
+  for (const auto& [key, us] : tot.idle_us) {
+    const auto& [site, kind, what] = key;
+    f.idle_sites.push_back({site, kind, what, us / f.steps, tot.step > 0 ? us / tot.step : 0});
+  }
+  std::stable_sort(f.idle_sites.begin(), f.idle_sites.end(),
+                   [](const IdleSite& x, const IdleSite& y) {
+                     return x.gpu_idle_us_per_step > y.gpu_idle_us_per_step;
+                   });
+  if (f.idle_sites.size() > 8) f.idle_sites.resize(8);
 }
 
 // The per-step figures: step length, syncs and where they are made, ops, kernels, and the
@@ -519,6 +609,7 @@ void measure_steps(const Trace& t, TraceFacts& f) {
       f.launches_per_s = tot.kernels / (tot.step / 1e6);
     }
   }
+  if (f.cuda) add_idle_sites(tot, f);
   for (auto& [key, site] : tot.sites) f.sync_sites.push_back(site);
   std::sort(f.sync_sites.begin(), f.sync_sites.end(), [](const SyncSite& x, const SyncSite& y) {
     return x.gpu_idle_us != y.gpu_idle_us ? x.gpu_idle_us > y.gpu_idle_us : x.count > y.count;
@@ -683,6 +774,14 @@ nlohmann::json TraceFacts::to_json() const {
                  {"per_step", x.count / static_cast<double>(std::max(1, steps))},
                  {"gpu_idle_ms_each", x.count ? x.gpu_idle_us / x.count / 1000 : 0.0}});
   j["sync_sites"] = s;
+  nlohmann::json idle = nlohmann::json::array();
+  for (const auto& x : idle_sites)
+    idle.push_back({{"site", x.site},
+                    {"kind", x.kind},
+                    {"what", x.what},
+                    {"gpu_idle_ms_per_step", x.gpu_idle_us_per_step / 1000},
+                    {"share", x.share}});
+  j["idle_sites"] = idle;
   nlohmann::json ops = nlohmann::json::array();
   for (const auto& o : top_ops)
     ops.push_back({{"name", o.name}, {"ms_per_step", o.us_per_step / 1000}});

@@ -4,8 +4,9 @@
 // next batch vs inside the step, host-device syncs (cudaStreamSynchronize,
 // cudaDeviceSynchronize, aten::item, aten::_local_scalar_dense, blocking copies to host) with
 // their count per step, call site and the GPU idle that follows each, kernel count per step,
-// median kernel duration and launch rate, GEMM/convolution GPU time by precision (from kernel
-// names), and the top ops by self CUDA time (self CPU time in a CPU-only trace).
+// median kernel duration and launch rate, the GPU's idle put down to the line the loop's thread
+// was at, GEMM/convolution GPU time by precision (from kernel names), and the top ops by self
+// CUDA time (self CPU time in a CPU-only trace).
 //
 // The file is never loaded whole: nlohmann/json's SAX interface streams it, and each event
 // the measures need is kept as a small fixed-size record (names interned once). Memory grows
@@ -34,6 +35,18 @@ struct SyncSite {
   double gpu_idle_us = 0;  // GPU idle after these syncs, summed
 };
 
+// One line the GPU waited for: what the loop's thread was doing while the GPU had nothing to
+// run, over the profiled steps. Each GPU-idle gap's parts (as the idle shares split them) go to
+// one site: a sync's idle to the sync's site; the rest to the innermost of the job's own frames
+// that covers more than half of the part (failing that, the one that covers most of it).
+struct IdleSite {
+  std::string site;  // train.py, in get_batch() (as SyncSite::site), or "(no Python frame)"
+  std::string kind;  // "sync" (after a host-device sync), "fetch" (in DataLoader __next__), "host"
+  std::string what;  // the sync (aten::item, ...), "DataLoader __next__", or "" for host work
+  double gpu_idle_us_per_step = 0;
+  double share = 0;  // of the steps' time, 0..1
+};
+
 struct TopOp {
   std::string name;
   double us_per_step = 0;  // self CUDA time (self CPU time when the trace has no CUDA)
@@ -60,6 +73,7 @@ struct TraceFacts {
   double fetch_share = 0;        // the loop's time inside DataLoader __next__
   double syncs_per_step = 0;
   std::vector<SyncSite> sync_sites;  // most idle first
+  std::vector<IdleSite> idle_sites;  // most idle first, at most 8 (with cuda only)
   double kernels_per_step = 0;
   double median_kernel_us = 0;
   double launches_per_s = 0;  // kernels per second of step time
