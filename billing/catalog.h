@@ -20,6 +20,16 @@ inline constexpr double kMaxUsdPerGpuHour = 1000;
 // a wrong multi-gigabyte file from exhausting memory.
 inline constexpr size_t kMaxCatalogBytes = 4 << 20;
 
+// A GPU's dense peak arithmetic (no sparsity), TFLOPS per GPU by the precision the matrix
+// multiplies run in, from the vendor's datasheet: what MFU divides by.
+struct PeakFlops {
+  double bf16 = 0;      // BF16/FP16 tensor cores: the usual MFU convention
+  double tf32 = 0;      // 0: not given
+  double fp32 = 0;      // without tensor cores
+  std::string source;   // the datasheet
+  std::string checked;  // YYYY-MM-DD
+};
+
 struct PriceEntry {
   std::string type;                  // canonical name, e.g. "H100-SXM"
   std::vector<std::string> aliases;  // e.g. "H100", "H100-80GB"
@@ -30,7 +40,8 @@ struct PriceEntry {
   std::string note;     // which product the price is for ("8x instance, per GPU", a tier)
   // Substrings of the driver's device name that identify this type ("H100 80GB HBM3").
   std::vector<std::string> device_names;
-  std::string origin;  // the catalog it came from: "built-in", a path or a redacted URL
+  std::optional<PeakFlops> peak;  // "peak_tflops" {bf16, tf32, fp32, source, checked}
+  std::string origin;             // the catalog it came from: "built-in", a path or a redacted URL
 
   // The source when it is an http(s) URL, else "".
   std::string source_url() const;

@@ -19,11 +19,11 @@ namespace {
 using nlohmann::json;
 
 constexpr const char* kFields =
-    "type, aliases, usd_per_gpu_hour, source, checked, via, note, device_names";
+    "type, aliases, usd_per_gpu_hour, source, checked, via, note, device_names, peak_tflops";
 
 bool is_field(const std::string& key) {
-  for (const char* f :
-       {"type", "aliases", "usd_per_gpu_hour", "source", "checked", "via", "note", "device_names"})
+  for (const char* f : {"type", "aliases", "usd_per_gpu_hour", "source", "checked", "via", "note",
+                        "device_names", "peak_tflops"})
     if (key == f) return true;
   return false;
 }
@@ -105,6 +105,7 @@ class EntryReader {
 
     if (auto r = strings("aliases", e.aliases, true); !r.ok()) return r.error();
     if (auto r = strings("device_names", e.device_names, false); !r.ok()) return r.error();
+    if (auto r = peak(e); !r.ok()) return r.error();
     return e;
   }
 
@@ -131,6 +132,54 @@ class EntryReader {
                 ", not " + v.dump());
       out.push_back(v.get<std::string>());
     }
+    return {};
+  }
+
+  // "peak_tflops": {"bf16": 989.4, "tf32": 494.7, "fp32": 66.9, "source": "...", "checked":
+  // "YYYY-MM-DD"}: bf16 and source required, each TFLOPS above 0 and below 100000.
+  Result<void> peak(PriceEntry& e) {
+    auto it = entry_.find("peak_tflops");
+    if (it == entry_.end()) return {};
+    const std::string at = "/peak_tflops";
+    if (!it->is_object())
+      return fail(at,
+                  "\"peak_tflops\" must be an object {bf16, tf32, fp32, source, checked}, "
+                  "not " +
+                      it->dump());
+    PeakFlops p;
+    for (const auto& item : it->items()) {
+      const std::string& k = item.key();
+      const json& v = item.value();
+      double* number = k == "bf16"   ? &p.bf16
+                       : k == "tf32" ? &p.tf32
+                       : k == "fp32" ? &p.fp32
+                                     : nullptr;
+      std::string* text = k == "source" ? &p.source : k == "checked" ? &p.checked : nullptr;
+      if (number) {
+        if (!v.is_number() || !std::isfinite(v.get<double>()) || v.get<double>() <= 0 ||
+            v.get<double>() >= 1e5)
+          return fail(
+              at + "/" + pointer_token(k),
+              "\"peak_tflops\"." + k + " must be TFLOPS above 0 and below 100000, not " + v.dump());
+        *number = v.get<double>();
+      } else if (text) {
+        if (!v.is_string())
+          return fail(at + "/" + pointer_token(k),
+                      "\"peak_tflops\"." + k + " must be a string, not " + v.dump());
+        *text = v.get<std::string>();
+      } else {
+        return fail(at + "/" + pointer_token(k),
+                    "unknown field \"" + k +
+                        "\" in \"peak_tflops\" (allowed: bf16, tf32, fp32, "
+                        "source, checked)");
+      }
+    }
+    if (p.bf16 <= 0) return fail(at, "\"peak_tflops\" needs \"bf16\" (dense TFLOPS)");
+    if (p.source.empty()) return fail(at, "\"peak_tflops\" needs \"source\" (the datasheet)");
+    if (!p.checked.empty() && !is_date(p.checked))
+      return fail(at + "/checked",
+                  "\"peak_tflops\".checked must be a date YYYY-MM-DD, not \"" + p.checked + "\"");
+    e.peak = p;
     return {};
   }
 

@@ -170,6 +170,18 @@ void profile_rows(Table& t, const nlohmann::json& profile, double usd_per_hour) 
   if (p.contains("meta") && p["meta"].is_object() && p["meta"].contains("lines") &&
       p["meta"]["lines"].is_object())
     waited_rows(t, p["meta"]["lines"], usd_per_hour);
+  // With CUDA: the GPU's idle inside the steps, put down to where the loop's thread was.
+  int shown = 0;
+  for (const auto& i : p.value("idle_sites", nlohmann::json::array())) {
+    const double share = i.value("share", 0.0);
+    if (share < 0.01 || ++shown > 3) break;
+    const std::string kind = i.value("kind", std::string());
+    const std::string what = i.value("what", std::string());
+    std::string text = i.value("site", std::string("?")) + ": " + format_percent(100 * share) +
+                       " of the step idle (" + (what.empty() ? kind : kind + " " + what) + ")";
+    if (usd_per_hour > 0) text += ", " + format_usd(share * usd_per_hour) + "/h";
+    field(t, "gpu waited on", text);
+  }
   char buf[320];
   if (p.contains("steps") && p.value("cuda", false))
     std::snprintf(buf, sizeof buf,
@@ -237,6 +249,34 @@ std::string optimizer_steps_text(const nlohmann::json& o, double steps_per_sec) 
   return text;
 }
 
+// "31.2% of H100-SXM's 989.4 TFLOPS dense BF16 (matmuls in bf16; 38.1 TFLOP per step, 309
+// TFLOP/s achieved); $1.79/h of arithmetic paid for and unused", or what is missing.
+std::string mfu_text(const nlohmann::json& m) {
+  char buf[400];
+  const double per_step = m.value("flops_per_step", 0.0) / 1e12;
+  const double achieved = m.value("achieved_tflops", 0.0);
+  const std::string precision = m.value("precision", std::string());
+  if (!m.contains("value")) {
+    std::snprintf(buf, sizeof buf, "not known: %s (%.4g TFLOP per step, %.4g TFLOP/s achieved)",
+                  m.value("note", std::string("no peak")).c_str(), per_step, achieved);
+    return buf;
+  }
+  std::snprintf(buf, sizeof buf,
+                "%s of %s's %.4g TFLOPS dense BF16 (matmuls in %s; %.4g TFLOP per step, %.4g "
+                "TFLOP/s achieved)",
+                format_percent(100 * m["value"].get<double>()).c_str(),
+                m.value("gpu_type", std::string("the GPU")).c_str(), m.value("peak_tflops", 0.0),
+                precision.empty() ? "?" : precision.c_str(), per_step, achieved);
+  std::string text = buf;
+  if (m.contains("value_at_precision"))
+    text += "; " + format_percent(100 * m["value_at_precision"].get<double>()) + " of its " +
+            precision + " peak";
+  if (m.contains("unused_usd_per_hour"))
+    text += "; " + format_usd(m["unused_usd_per_hour"].get<double>()) +
+            "/h of arithmetic paid for and unused";
+  return text;
+}
+
 // What was measured: utilization, CPU, data wait, throughput, loaders, I/O, the profile, the
 // findings and a fix tried.
 void stats_rows(Table& t, store::Store& store, const JobRecord& job, const nlohmann::json& v) {
@@ -273,6 +313,7 @@ void stats_rows(Table& t, store::Store& store, const JobRecord& job, const nlohm
               v.value("throughput_metric", std::string("samples_per_sec")) +
               source("throughput_source"));
   }
+  if (v.contains("mfu") && v["mfu"].is_object()) field(t, "mfu", mfu_text(v["mfu"]));
   if (v.contains("metrics_note")) field(t, "metrics", v["metrics_note"].get<std::string>());
   if (v.contains("loaders") && v["loaders"].is_array()) {
     std::string driver = v.value("loader_driver", std::string());

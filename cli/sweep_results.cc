@@ -13,7 +13,7 @@ namespace {
 // Fills a cell's figures from one run.
 struct RunFigures {
   double wall_s = 0, gpu_seconds = 0, cost = 0;
-  std::optional<double> throughput, data_wait, util_mean, idle_usd, per_m;
+  std::optional<double> throughput, data_wait, util_mean, idle_usd, per_m, mfu;
   std::optional<std::string> verdict, slowest_rank;
   std::optional<int> workers;  // the driving DataLoader's num_workers (the hook's)
   std::string throughput_metric;
@@ -39,6 +39,9 @@ RunFigures figures_of(store::Store& store, const JobRecord& job) {
       f.throughput_metric = v["throughput_metric"].get<std::string>();
     f.data_wait = num("data_wait_share");
     f.util_mean = num("util_mean");
+    if (v.contains("mfu") && v["mfu"].is_object() && v["mfu"].contains("value") &&
+        v["mfu"]["value"].is_number())
+      f.mfu = v["mfu"]["value"].get<double>();
     f.idle_usd = num("idle_usd");
     if (v.contains("loaders") && v["loaders"].is_array() && v.contains("loader_driver"))
       for (const auto& l : v["loaders"])
@@ -93,6 +96,7 @@ void add_figures(sweep::CellResult& r, const std::vector<RunFigures>& runs) {
   r.throughput = mean_opt(runs, &RunFigures::throughput);
   r.data_wait = mean_opt(runs, &RunFigures::data_wait);
   r.util_mean = mean_opt(runs, &RunFigures::util_mean);
+  r.mfu = mean_opt(runs, &RunFigures::mfu);
   r.idle_usd = mean_opt(runs, &RunFigures::idle_usd);
   r.verdict = runs.back().verdict;
   r.slowest_rank = runs.back().slowest_rank;

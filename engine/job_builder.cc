@@ -59,6 +59,13 @@ JobRecord build_job(const JobRequest& r, const billing::Catalog& catalog,
     job.gpu_type = entry->type;
     job.gpu_count = r.gpu.count * r.supervise.nodes;  // every node's GPUs (core/job.h nodes_of)
     job.rate_per_gpu_hour = entry->usd_per_gpu_hour;
+    // The GPU's dense peak arithmetic, for the job's MFU (engine/measure.h), as the catalog had
+    // it when the job started.
+    if (entry->peak)
+      (*job.options)["peak_tflops"] = {
+          {"type", entry->type},           {"bf16", entry->peak->bf16},
+          {"tf32", entry->peak->tf32},     {"fp32", entry->peak->fp32},
+          {"source", entry->peak->source}, {"checked", entry->peak->checked}};
     if (inventory) {
       check_inventory(r, entry->type, *inventory);
       job.inventory_source = inventory->source;

@@ -221,8 +221,8 @@ Instrumented HookAccumulator::finish() const {
   for (const auto& [rank, a] : steady_) any_steady = any_steady || a.n_sps > 0;
   const auto& use = any_steady ? steady_ : all_;
   out.steady = any_steady;
-  double dw = 0, st = 0;
-  int n_dw = 0, n_st = 0;
+  double dw = 0, st = 0, stps = 0;
+  int n_dw = 0, n_st = 0, n_stps = 0;
   for (const auto& [rank, a0] : use) {
     if (a0.n_sps == 0) continue;
     Sums a = a0;
@@ -243,11 +243,65 @@ Instrumented HookAccumulator::finish() const {
       r.tokens_per_sec = a.tps / a.n_tps;
       out.tokens_per_sec = out.tokens_per_sec.value_or(0) + *r.tokens_per_sec;
     }
-    if (a.n_stps) out.steps_per_sec = out.steps_per_sec.value_or(0) + a.stps / a.n_stps;
+    if (a.n_stps) {
+      r.steps_per_sec = a.stps / a.n_stps;
+      stps += *r.steps_per_sec, ++n_stps;
+    }
   }
+  if (n_stps) out.steps_per_sec = stps / n_stps;
   if (n_dw) out.data_wait = dw / n_dw;
   if (n_st) out.step_time = st / n_st;
   return out;
+}
+
+nlohmann::json model_flops_utilization(const std::map<int, nlohmann::json>& states,
+                                       const std::map<int, RankFigures>& per_rank,
+                                       const nlohmann::json& job_options, double usd_per_hour) {
+  double achieved = 0;  // FLOP/s over the ranks that counted theirs
+  int ranks = 0;
+  std::optional<double> per_step;
+  std::string precision, counter;
+  for (const auto& [rank, state] : states) {
+    if (!state.contains("flops") || !state["flops"].is_object()) continue;
+    const auto& f = state["flops"];
+    auto flops = number(f, "per_step");
+    auto it = per_rank.find(rank);
+    if (!flops || *flops <= 0 || it == per_rank.end() || !it->second.steps_per_sec) continue;
+    if (!per_step) {
+      per_step = *flops;
+      precision = f.value("precision", std::string());
+      counter = f.value("counter", std::string());
+    }
+    achieved += *flops * *it->second.steps_per_sec;
+    ++ranks;
+  }
+  if (!per_step) return nullptr;
+  nlohmann::json m = {{"flops_per_step", *per_step},
+                      {"achieved_tflops", achieved / 1e12},
+                      {"ranks", ranks},
+                      {"precision", precision},
+                      {"counter", counter}};
+  const nlohmann::json peak = job_options.value("peak_tflops", nlohmann::json());
+  if (!peak.is_object() || !(peak.value("bf16", 0.0) > 0)) {
+    const std::string type = job_options.value("gpu_type", std::string());
+    m["note"] = job_options.contains("peak_tflops") || !type.empty()
+                    ? "no dense peak in the catalog for this GPU type: MFU needs one"
+                    : "no GPU peak to divide by: the job had no GPU with a peak in the catalog";
+    return m;
+  }
+  const double bf16 = peak["bf16"].get<double>() * 1e12;
+  const double mfu = achieved / (ranks * bf16);
+  m["value"] = mfu;
+  m["peak_tflops"] = peak["bf16"];
+  m["peak_of"] = "bf16";
+  m["gpu_type"] = peak.value("type", std::string());
+  m["peak_source"] = peak.value("source", std::string());
+  // Against the peak of the precision the matmuls ran in, where the catalog has it.
+  const std::string at = precision == "fp16" ? "bf16" : precision;
+  if (at != "bf16" && peak.value(at, 0.0) > 0)
+    m["value_at_precision"] = achieved / (ranks * peak[at].get<double>() * 1e12);
+  if (usd_per_hour > 0) m["unused_usd_per_hour"] = usd_per_hour * std::max(0.0, 1 - mfu);
+  return m;
 }
 
 SlowestRank slowest_rank(const std::map<int, RankFigures>& per_rank,
@@ -613,6 +667,14 @@ Conclusion Measurement::conclude(const JobRecord& job, SeriesSource& series, dou
     }
   }
   if (hook.steps_per_sec) c.stats["instrumented_steps_per_sec"] = *hook.steps_per_sec;
+  {
+    nlohmann::json options = *job.options;
+    if (!job.gpu_type.empty()) options["gpu_type"] = job.gpu_type;
+    const double usd_per_hour =
+        job.gpu_count > 0 ? 3600 * usd_per_second(job.gpu_count, job.rate_per_gpu_hour) : 0;
+    auto mfu = model_flops_utilization(m.states, hook.per_rank, options, usd_per_hour);
+    if (!mfu.is_null()) c.stats["mfu"] = std::move(mfu);
+  }
   if (hook.data_wait) {
     c.stats["instrumented_data_wait"] = *hook.data_wait;
     if (!c.summary.data_wait_share) {

@@ -81,13 +81,14 @@ class Measurement {
 struct RankFigures {
   double samples_per_sec = 0;
   std::optional<double> tokens_per_sec;
+  std::optional<double> steps_per_sec;  // optimizer steps
   std::optional<double> data_wait;
   std::optional<double> step_time;
 };
 
 // From hook points named "hook.r<R>.<field>": the sum over ranks of each rank's mean
-// samples_per_sec, tokens_per_sec and steps_per_sec (optimizer steps) after its steady start,
-// the mean over ranks of data_wait and step_time.
+// samples_per_sec and tokens_per_sec after its steady start, the mean over ranks of data_wait,
+// step_time and steps_per_sec (optimizer steps: data-parallel ranks step together).
 struct Instrumented {
   std::optional<double> samples_per_sec;
   std::optional<double> tokens_per_sec;
@@ -98,6 +99,15 @@ struct Instrumented {
   bool steady = false;                  // false: only warm-up lines existed
   std::map<int, RankFigures> per_rank;  // the ranks that reported a throughput
 };
+
+// Model FLOPs utilization: FLOPs per optimizer step (each rank's, counted by PyTorch in its
+// hook) x that rank's steps/s, summed over ranks, against every rank's GPU's dense BF16 peak
+// (job options' "peak_tflops", from the catalog); "precision" is what the matmuls ran in.
+// Returns the stats object ("mfu"): value (0..1) and its parts, or a note saying what is
+// missing; null when no FLOPs were counted.
+nlohmann::json model_flops_utilization(const std::map<int, nlohmann::json>& states,
+                                       const std::map<int, RankFigures>& per_rank,
+                                       const nlohmann::json& job_options, double usd_per_hour);
 
 // Which rank the others wait for, from each rank's figures (more than one rank): a rank more
 // than 5% below the fastest's throughput is the slowest; ranks in step (data-parallel training

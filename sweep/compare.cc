@@ -85,7 +85,8 @@ Layout layout_for(const std::vector<CellResult>& cells) {
       "data_wait", "util_mean",    "idle_usd",
       "verdict",   "best",         "schema_version",
       "steady",    "job_id",       "job_ids",
-      "runs",      "slowest_rank", "throughput_metric"};
+      "runs",      "slowest_rank", "throughput_metric",
+      "mfu"};
   Layout l;
   std::set<std::string> metric_names;
   int with_tp = 0, with_tokens = 0;
@@ -116,6 +117,7 @@ Layout layout_for(const std::vector<CellResult>& cells) {
   l.columns.push_back({"data_wait", "DATA WAIT", true});
   // json and csv always carry these; the table shows them when some cell has a value.
   l.columns.push_back({"util_mean", "UTIL %", true, Show::kIfAny});
+  l.columns.push_back({"mfu", "MFU %", true, Show::kIfAny});
   l.columns.push_back({"idle_usd", "IDLE $", true, Show::kIfAny});
   l.columns.push_back({"verdict", "VERDICT", false, Show::kIfAny});
   l.columns.push_back({"slowest_rank", "SLOWEST RANK", false, Show::kIfAny});
@@ -534,6 +536,8 @@ Result<Table> compare_table(const std::vector<CellResult>& cells, const CompareO
     t.push_back(or_dash(c.util_mean, [](double v) { return fixed(v, 0); }));
     // Percent in the table, a fraction 0-1 in json and csv (docs/output.md).
     j["util_mean"] = c.util_mean ? nlohmann::json(*c.util_mean / 100.0) : nullptr;
+    t.push_back(or_dash(c.mfu, [](double v) { return fixed(v * 100, 1); }));
+    j["mfu"] = or_null(c.mfu);
     t.push_back(or_dash(c.idle_usd, format_usd));
     j["idle_usd"] = or_null(c.idle_usd);
     t.push_back(c.verdict.value_or("-"));

@@ -6,13 +6,13 @@
 // Columns: CELL, one per param, STATUS ("completed (warm-up only)" for a cell whose rates are
 // from its warm-up), WALL, COST, THROUGHPUT, $/M SAMPLES, DATA WAIT (TOKENS/S and $/M TOKENS
 // when every cell's throughput counts tokens), then
-// UTIL %, IDLE $, VERDICT and SLOWEST RANK when any cell has them. JSON and CSV carry raw numbers
-// under snake_case keys: cell, <param name>, status, wall_s, cost_usd, throughput,
+// UTIL %, MFU %, IDLE $, VERDICT and SLOWEST RANK when any cell has them. JSON and CSV carry raw
+// numbers under snake_case keys: cell, <param name>, status, wall_s, cost_usd, throughput,
 // usd_per_million_samples (per million tokens when the throughput counts tokens), data_wait,
-// util_mean, idle_usd, verdict, slowest_rank; JSON rows also hold params (an object), exit_code,
-// gpu_seconds, throughput_metric (samples_per_sec, tokens_per_sec or the --throughput metric;
-// null without a throughput), steady (false: the rates are warm-up's) and best. A param whose name
-// is one of those keys gets the column key param_<name>.
+// util_mean, mfu (0..1), idle_usd, verdict, slowest_rank; JSON rows also hold params (an object),
+// exit_code, gpu_seconds, throughput_metric (samples_per_sec, tokens_per_sec or the --throughput
+// metric; null without a throughput), steady (false: the rates are warm-up's) and best. A param
+// whose name is one of those keys gets the column key param_<name>.
 //
 // Every metric the job reported (its last value) is a column too, keyed by its name (metric_<name>
 // when that clashes with a fixed key or a param), and JOB (key job_id) is the cell's newest job.
@@ -51,6 +51,7 @@ struct CellResult {
   std::optional<double> data_wait;    // fraction 0..1 of loop time spent waiting for batches
   std::optional<int> loader_workers;  // the driving DataLoader's num_workers, as the hook saw it
   std::optional<double> util_mean;    // percent
+  std::optional<double> mfu;          // model FLOPs utilization, 0..1 (engine/measure.h)
   std::optional<double> idle_usd;     // money that bought idle GPU time
   std::optional<std::string> verdict;
   // Of several ranks, the one the others wait for, "rank 1 (dev2)" (engine/measure.h

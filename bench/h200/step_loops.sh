@@ -2,8 +2,9 @@
 # Issue 57 on the lent GPU machine: the nanoGPT-style fixture (tests/data/pytorch/nanogpt_style.py,
 # no DataLoader: batches sliced from an np.memmap in get_batch, gradient accumulation 4,
 # loss.item() every iteration) at GPT-2 size in bf16, unmodified, under nodus:
-#   1. a sweep over its batch size (4, 8, 12): nodus's tokens/s, steps/s and out-of-step share
-#      per cell beside the fixture's own "steady:" line (sweep.*, show-<id>.txt, own-<id>.txt);
+#   1. a sweep over its batch size (4, 8, 12): nodus's tokens/s, steps/s, out-of-step share and
+#      MFU (FLOPs counted by torch) per cell beside the fixture's own "steady:" line and its
+#      nanoGPT-style MFU estimate (6N + 12LHQT) (sweep.*, show-<id>.txt, own-<id>.txt);
 #   2. the hook's overhead: the fixture's own tokens/s with the hook and with --no-instrument,
 #      alternating, 3 pairs at batch 8 (overhead.txt);
 #   3. --profile at batch 8 with a slow get_batch (--slow-batch-ms 30): the lines named
@@ -41,7 +42,7 @@ echo $? > "$OUT/sweep.rc"
 "$N" show steps --format md > "$OUT/sweep.md" 2>&1
 for id in 1 2 3; do
   "$N" show "$id" > "$OUT/show-$id.txt" 2>&1
-  "$N" logs "$id" 2>&1 | grep -E '^steady:' > "$OUT/own-$id.txt"
+  "$N" logs "$id" 2>&1 | grep -E '^(steady|estimated mfu):' > "$OUT/own-$id.txt"
 done
 
 # 2. Overhead: the fixture's own figures, hook on and off, alternating.

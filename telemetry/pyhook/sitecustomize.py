@@ -361,6 +361,73 @@ class _NodusLines(object):
                           for k, v in syncs]}
 
 
+class _NodusFlops(object):
+    # The FLOPs of one optimizer step, counted by PyTorch itself over a whole step (every
+    # micro-batch of it): torch.utils.flop_counter where torch has it (2.1 and later), else the
+    # profiler's with_flops (torch 1.13). The counted step runs slower, so the loop's figures
+    # leave it out. Also notes the precision the model's matmuls run in.
+    def __init__(self, hook):
+        self.hook = hook
+        self.mode = None
+        self.prof = None
+        self.counter = None
+        self.precision = None
+        self.step = None
+
+    def start(self, step):
+        import torch
+        self.step = step
+        try:
+            from torch.utils.flop_counter import FlopCounterMode
+            self.mode = FlopCounterMode(display=False)
+            self.mode.__enter__()
+            self.counter = "torch.utils.flop_counter"
+            return
+        except ImportError:
+            pass
+        import torch.profiler as tp
+        activities = [tp.ProfilerActivity.CPU]
+        if torch.cuda.is_available():
+            activities.append(tp.ProfilerActivity.CUDA)
+        self.prof = tp.profile(activities=activities, with_flops=True)
+        self.prof.start()
+        self.counter = "torch.profiler with_flops"
+
+    def note_precision(self, module):
+        if self.precision is not None:
+            return
+        import torch
+        dtype = None
+        cuda = False
+        for p in module.parameters():
+            dtype, cuda = p.dtype, p.is_cuda
+            break
+        if dtype is None:
+            return  # a module without parameters (a loss) says nothing of the model's math
+        if cuda and torch.is_autocast_enabled():
+            dtype = torch.get_autocast_gpu_dtype()
+        elif not cuda and getattr(torch, "is_autocast_cpu_enabled", lambda: False)():
+            dtype = torch.get_autocast_cpu_dtype()
+        names = {torch.bfloat16: "bf16", torch.float16: "fp16", torch.float32: "fp32"}
+        name = names.get(dtype, str(dtype).replace("torch.", ""))
+        if name == "fp32" and cuda and torch.backends.cuda.matmul.allow_tf32:
+            name = "tf32"
+        self.precision = name
+
+    def stop(self):
+        # The step's FLOPs (None when nothing was counted).
+        total = None
+        if self.mode is not None:
+            mode, self.mode = self.mode, None
+            mode.__exit__(None, None, None)
+            total = mode.get_total_flops()
+        elif self.prof is not None:
+            prof, self.prof = self.prof, None
+            prof.stop()
+            total = sum((e.flops or 0) for e in prof.key_averages())
+        return int(total) if total else None
+
+
 class _NodusHook(object):
     def __init__(self, out_dir):
         import os
@@ -414,6 +481,8 @@ class _NodusHook(object):
         self.busy = 0  # inside a call whose host time counts as the step's own
         self.busy_since = 0.0  # when that call began
         self.in_step = False  # inside an optimizer's step
+        self.flops = None  # _NodusFlops while one step is counted
+        self.flops_out = None  # {"per_step", "counter", "step", "precision"} once counted
         self.sampler = None  # _NodusLines over the profiled steps of a loop driven by steps
         self.sampled = None  # what it found, for profile-<rank>.json
 
@@ -440,6 +509,12 @@ class _NodusHook(object):
         # Nothing of the hook's is left running: a profiler never stopped hangs the exit.
         sampler, self.sampler = self.sampler, None
         prof, self.prof = self.prof, None
+        flops, self.flops = self.flops, None
+        try:
+            if flops is not None:
+                flops.stop()
+        except Exception:
+            pass
         self.prof_done = True
         try:
             if sampler is not None:
@@ -589,6 +664,8 @@ class _NodusHook(object):
         counted = self.steps.step_end(optimizer, t)
         if self.mode is None:
             self.mode = "steps"
+        if counted:
+            self.count_flops(t)
         if self.mode != "steps":
             return
         self.last_batch = t
@@ -617,6 +694,37 @@ class _NodusHook(object):
                 return
         if t >= self.next_emit:
             self.emit(t)
+
+    def count_flops(self, t):
+        # One optimizer step after the warm-up (and after --profile's steps, which hold the
+        # profiler), counted whole; the interval it falls in is dropped from the figures.
+        if self.flops is not None:
+            flops, self.flops = self.flops, None
+            per_step = flops.stop()
+            self.flops_out = {"per_step": per_step, "counter": flops.counter, "step": flops.step,
+                              "precision": flops.precision}
+            self.drop_interval(t)
+            self.write_state()
+            return
+        if self.flops_out is not None or self.steady is None or self.prof is not None:
+            return
+        if self.profile is not None and not self.prof_done:
+            return
+        self.emit(t)  # what came before the counted step stands
+        self.flops = _NodusFlops(self)
+        self.flops.start(self.steps.steps_seen() + 1)
+
+    def drop_interval(self, t):
+        # Forget what the current interval counted: it held the FLOP-counted step.
+        for e in self.loaders.values():
+            e["iw"] = 0.0
+            e["istep"] = 0.0
+            e["isteps"] = 0
+            e["isamples"] = 0
+            e["ibatches"] = 0
+        self.steps.new_interval()
+        self.interval_start = t
+        self.next_emit = t + 1.0
 
     def prof_tick(self):
         # One profiler step per optimizer step, from one step's end to the next's.
@@ -774,6 +882,8 @@ class _NodusHook(object):
             state["math"] = self.math_state()
         state["mode"] = self.mode
         state["steps"] = self.steps.state()
+        if self.flops_out is not None:
+            state["flops"] = self.flops_out
         path = self.os.path.join(self.out_dir, "loaders-%d.json" % self.rank)
         tmp = path + ".tmp"
         with open(tmp, "w") as f:
@@ -791,6 +901,12 @@ class _NodusHook(object):
                 except Exception as error:
                     self.fail(error)
             return
+        try:
+            if self.flops is not None:  # the loop ended inside the counted step: nothing counted
+                flops, self.flops = self.flops, None
+                flops.stop()
+        except Exception as error:
+            self.fail(error)
         try:
             # A loop that ended inside the schedule: what was recorded is written, marked.
             self.stop_profiler(True)
@@ -899,6 +1015,8 @@ def _nodus_patch_torch(torch, hook):
         finally:
             hook.depth = 0
             try:
+                if hook.flops is not None:
+                    hook.flops.note_precision(self)
                 if is_grad_enabled():
                     x = first_tensor(args, kwargs)
                     if x is not None and x.dim() > 0:

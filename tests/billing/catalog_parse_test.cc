@@ -147,3 +147,54 @@ TEST(CatalogBuiltin, MatchesTheJsonFileInTheSourceTree) {
 
 }  // namespace
 }  // namespace nodus::billing
+
+namespace nodus::billing {
+namespace {
+
+std::string peak_rejection(const std::string& peak) {
+  auto r = Catalog::parse(R"({"gpus": [
+  {"type": "X1", "usd_per_gpu_hour": 1,
+   "peak_tflops": )" + peak + R"(}]})",
+                          "peaks.json");
+  EXPECT_FALSE(r.ok()) << peak;
+  return r.ok() ? "" : r.error().message;
+}
+
+TEST(CatalogPeaks, TheBuiltInCatalogHasTheDatasheetsDensePeaks) {
+  const Catalog& catalog = Catalog::builtin();
+  for (const char* type : {"H100", "H200"}) {
+    const PriceEntry* e = catalog.find(type);
+    ASSERT_NE(e, nullptr) << type;
+    ASSERT_TRUE(e->peak) << type;
+    EXPECT_DOUBLE_EQ(e->peak->bf16, 989.4) << type;
+    EXPECT_DOUBLE_EQ(e->peak->tf32, 494.7) << type;
+    EXPECT_DOUBLE_EQ(e->peak->fp32, 66.9) << type;
+    EXPECT_FALSE(e->peak->source.empty()) << type;
+    EXPECT_EQ(e->peak->checked.size(), 10u) << type;
+  }
+  EXPECT_DOUBLE_EQ(catalog.find("A100-80GB")->peak->bf16, 312);
+  EXPECT_DOUBLE_EQ(catalog.find("L4")->peak->bf16, 121);  // dense, not the 242 with sparsity
+  EXPECT_FALSE(catalog.find("T4")->peak);                 // none given: no MFU, not a guess
+}
+
+TEST(CatalogPeaks, ABadPeakIsRefusedNamingItsLineAndWhatIsAllowed) {
+  std::string msg = peak_rejection(R"({"bf16": -1, "source": "x"})");
+  EXPECT_NE(msg.find("peaks.json:3: GPU type 'X1': \"peak_tflops\".bf16 must be TFLOPS above 0 "
+                     "and below 100000, not -1"),
+            std::string::npos)
+      << msg;
+  msg = peak_rejection(R"({"bf16": 10, "sparse": 20, "source": "x"})");
+  EXPECT_NE(msg.find("unknown field \"sparse\" in \"peak_tflops\" (allowed: bf16, tf32, fp32, "
+                     "source, checked)"),
+            std::string::npos)
+      << msg;
+  msg = peak_rejection(R"({"tf32": 10, "source": "x"})");
+  EXPECT_NE(msg.find("\"peak_tflops\" needs \"bf16\""), std::string::npos) << msg;
+  msg = peak_rejection(R"({"bf16": 10})");
+  EXPECT_NE(msg.find("\"peak_tflops\" needs \"source\""), std::string::npos) << msg;
+  msg = peak_rejection(R"("989")");
+  EXPECT_NE(msg.find("\"peak_tflops\" must be an object"), std::string::npos) << msg;
+}
+
+}  // namespace
+}  // namespace nodus::billing

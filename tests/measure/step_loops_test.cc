@@ -211,6 +211,61 @@ TEST(StepLoops, AProfileOfStepsNamesTheSlowGetBatchAndThePerStepItem) {
       << show.out;
 }
 
+// FLOPs counted by PyTorch itself over one optimizer step, against a stack of Linear layers
+// whose FLOPs are known exactly, and MFU against a peak the test's catalog declares.
+TEST(StepLoops, FlopsPerStepAreCountedExactlyAndMfuIsAgainstTheCatalogsPeak) {
+  REQUIRE_TORCH();
+  NodusHome home;
+  // A TEST GPU at $900/h whose dense BF16 peak is declared 0.05 TFLOPS: a CPU's reach.
+  const std::string prices = home.file("peak-prices.json");
+  write_file(prices, R"({"gpus": [
+  {"type": "TEST", "usd_per_gpu_hour": 900, "source": "tests", "checked": "2026-12-07",
+   "device_names": ["Test GPU"],
+   "peak_tflops": {"bf16": 0.05, "tf32": 0.025, "fp32": 0.0125, "source": "tests"}}]}
+)");
+  const int64_t b = 64, d = 512, layers = 4, accum = 2;
+  auto r = home.run({"run",          "--gpu",
+                     "TEST",         "--warmup",
+                     "10",           "--timeout",
+                     "300s",         "--",
+                     kPython,        kData + "linear_stack.py",
+                     "--batch",      std::to_string(b),
+                     "--dim",        std::to_string(d),
+                     "--layers",     std::to_string(layers),
+                     "--grad-accum", std::to_string(accum),
+                     "--steps",      "60"},
+                    {{"NODUS_LOCAL_GPUS", "TEST:1"},
+                     {"NODUS_PRICES", prices},
+                     {"NODUS_NVIDIA_SMI", kData + "nvidia-smi-standin.sh"},
+                     {"STANDIN_UTIL", "90"}});
+  ASSERT_EQ(r.code, 0) << r.err;
+  auto s = show_json(home, "1")["stats"];
+  SCOPED_TRACE(s.dump());
+  ASSERT_TRUE(s.contains("mfu"));
+  const auto& m = s["mfu"];
+  // Forward: every layer; backward: every weight's gradient, and the input's gradient of every
+  // layer but the first (its input needs none); each a B x D x D matrix multiply.
+  const double exact = static_cast<double>(accum) * 2.0 * b * d * d * (layers + 2 * layers - 1);
+  EXPECT_NEAR(m["flops_per_step"].get<double>(), exact, 0.01 * exact);
+  const double steps_per_sec = s["instrumented_steps_per_sec"].get<double>();
+  const double expected_mfu = m["flops_per_step"].get<double>() * steps_per_sec / 0.05e12;
+  ASSERT_TRUE(m["value"].is_number());
+  EXPECT_NEAR(m["value"].get<double>(), expected_mfu, 0.01 * expected_mfu);
+  EXPECT_EQ(m["peak_of"], "bf16");
+  EXPECT_EQ(m["precision"], "fp32");
+  // Its steps/s are the script's own, within 2%, the FLOP-counted step left out.
+  std::smatch own;
+  const std::string out = logs(home, "1");
+  ASSERT_TRUE(
+      std::regex_search(out, own, std::regex(R"(steady: [0-9.]+ ms/step, ([0-9.]+) steps/s)")))
+      << out;
+  expect_within(steps_per_sec, std::stod(own[1]), 0.02, "steps/s");
+  auto show = home.run({"show", "1"});
+  EXPECT_NE(show.out.find("of TEST's 0.05 TFLOPS dense BF16 (matmuls in fp32"), std::string::npos)
+      << show.out;
+  EXPECT_NE(show.out.find("/h of arithmetic paid for and unused"), std::string::npos) << show.out;
+}
+
 // A Python job that trains nothing the hook can see: what was missing is said, and nobody is
 // told to run under nodus the job that ran under it.
 TEST(StepLoops, AJobWithoutStepsOrBatchesIsToldWhatWasMissing) {

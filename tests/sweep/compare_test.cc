@@ -436,7 +436,7 @@ TEST(SweepCompare, UnknownSortColumnListsKeys) {
   ASSERT_FALSE(t.ok());
   EXPECT_EQ(t.error().message,
             "--sort: unknown column 'speed': expected one of cell, num_workers, status, job_id, "
-            "wall_s, cost_usd, throughput, usd_per_million_samples, data_wait, util_mean, "
+            "wall_s, cost_usd, throughput, usd_per_million_samples, data_wait, util_mean, mfu, "
             "idle_usd, verdict, slowest_rank, throughput_metric, gpu_seconds, exit_code, steady, "
             "best");
 }

@@ -5,7 +5,8 @@
 # Built to show a job whose batches come from a plain function called inside the loop:
 # --slow-batch-ms makes get_batch sleep, so most of each iteration becomes batch wait.
 # Prints nanoGPT's own "iter N: loss ..., time ...ms, tok/s ..." lines and, at the end, one
-# "steady:" line over the iterations after --skip, from its own perf_counter marks.
+# "steady:" line over the iterations after --skip, from its own perf_counter marks, and
+# nanoGPT's own MFU estimate against --peak-tflops.
 import argparse
 import math
 import os
@@ -81,6 +82,7 @@ def main():
     p.add_argument("--log-interval", type=int, default=1)
     p.add_argument("--slow-batch-ms", type=float, default=0.0, help="sleep this long in every get_batch")
     p.add_argument("--skip", type=int, default=10, help="iterations left out of the steady figures")
+    p.add_argument("--peak-tflops", type=float, default=989.4, help="the GPU's peak, for the MFU estimate")
     a = p.parse_args()
     assert 0 < a.vocab <= 65536 and a.tokens > a.block_size and a.skip >= 0
 
@@ -159,6 +161,13 @@ def main():
         share = sum(batch_per_iter[a.skip:]) / wall
         print(f"steady: {wall * 1000 / n:.3f} ms/iter, {tokens_per_iter * iters_per_sec:.1f} tokens/s, "
               f"{iters_per_sec:.4f} iters/s, get_batch share {share:.4f}", flush=True)
+        # nanoGPT's estimate_mfu: 6N + 12*L*H*Q*T FLOPs per token (PaLM, appendix B), N without
+        # the position embedding, against --peak-tflops.
+        n_params = sum(p.numel() for p in model.parameters()) - model.wpe.weight.numel()
+        per_token = 6 * n_params + 12 * a.n_layer * a.n_head * (a.n_embd // a.n_head) * a.block_size
+        achieved = per_token * tokens_per_iter * iters_per_sec
+        print(f"estimated mfu: {100 * achieved / (a.peak_tflops * 1e12):.2f}% of {a.peak_tflops} TFLOPS "
+              f"({per_token} FLOPs per token, {achieved / 1e12:.2f} TFLOP/s)", flush=True)
     if tmp is not None:
         tmp.cleanup()
 
