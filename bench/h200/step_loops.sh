@@ -6,7 +6,7 @@
 #      MFU (FLOPs counted by torch) per cell beside the fixture's own "steady:" line and its
 #      nanoGPT-style MFU estimate (6N + 12LHQT) (sweep.*, show-<id>.txt, own-<id>.txt);
 #   2. the hook's overhead: the fixture's own tokens/s with the hook and with --no-instrument,
-#      alternating, 3 pairs at batch 8 (overhead.txt);
+#      alternating, 2 pairs at batch 8 (overhead.txt);
 #   3. --profile at batch 8 with a slow get_batch (--slow-batch-ms 30): the lines named
 #      (profile.txt, profile.json).
 # Run from the checkout's root: bash bench/h200/step_loops.sh (nodus from $NODUS, else
@@ -34,9 +34,9 @@ MODEL=(--n-layer 12 --n-embd 768 --n-head 12 --block-size 1024 --vocab 50304 --d
   "$N" --version 2>&1
 } > "$OUT/env.txt" 2>&1
 
-# 1. The sweep: 50 optimizer steps a cell, the first 10 the warm-up of both nodus and the script.
+# 1. The sweep: 40 optimizer steps a cell, the first 10 the warm-up of both nodus and the script.
 "$N" sweep --name steps --gpu "$TYPE" --param bs=4,8,12 --warmup 10 --timeout 5m -- \
-  "$PY" "$S" "${MODEL[@]}" --iters 50 --batch-size "{bs}" > "$OUT/sweep.txt" 2>&1
+  "$PY" "$S" "${MODEL[@]}" --iters 40 --batch-size "{bs}" > "$OUT/sweep.txt" 2>&1
 echo $? > "$OUT/sweep.rc"
 "$N" show steps --format json > "$OUT/sweep.json" 2>&1
 "$N" show steps --format md > "$OUT/sweep.md" 2>&1
@@ -47,11 +47,11 @@ done
 
 # 2. Overhead: the fixture's own figures, hook on and off, alternating.
 : > "$OUT/overhead.txt"
-for pair in 1 2 3; do
+for pair in 1 2; do
   for mode in on off; do
     flag=()
     [ "$mode" = off ] && flag=(--no-instrument)
-    "$N" run --gpu "$TYPE" "${flag[@]}" --timeout 5m -- "$PY" "$S" "${MODEL[@]}" --iters 40 \
+    "$N" run --gpu "$TYPE" "${flag[@]}" --timeout 5m -- "$PY" "$S" "${MODEL[@]}" --iters 30 \
       --batch-size 8 > "$OUT/run.tmp" 2>&1
     echo "pair $pair hook $mode: $(grep -E '^steady:' "$OUT/run.tmp")" >> "$OUT/overhead.txt"
   done
@@ -60,7 +60,7 @@ rm -f "$OUT/run.tmp"
 
 # 3. --profile with a slow get_batch: the lines the steps waited for.
 "$N" run --gpu "$TYPE" --profile --warmup 10 --timeout 5m -- "$PY" "$S" "${MODEL[@]}" \
-  --iters 30 --batch-size 8 --slow-batch-ms 30 > "$OUT/profile-run.txt" 2>&1
+  --iters 25 --batch-size 8 --slow-batch-ms 30 > "$OUT/profile-run.txt" 2>&1
 last=$("$N" ps -a --format json | $PY -c 'import json,sys; print(json.load(sys.stdin)[0]["id"])')
 "$N" show "$last" > "$OUT/profile.txt" 2>&1
 "$N" show "$last" --format json > "$OUT/profile.json" 2>&1

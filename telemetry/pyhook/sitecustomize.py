@@ -664,8 +664,12 @@ class _NodusHook(object):
         counted = self.steps.step_end(optimizer, t)
         if self.mode is None:
             self.mode = "steps"
-        if counted:
-            self.count_flops(t)
+        if counted and self.flops_out is None:
+            try:
+                self.count_flops(t)
+            except Exception as error:  # FLOPs are left out; the loop's figures carry on
+                self.flops = None
+                self.flops_out = {"per_step": None, "error": repr(error)[:300]}
         if self.mode != "steps":
             return
         self.last_batch = t
