@@ -153,8 +153,9 @@ RunFlags rerun_flags(const JobRecord& job, const Fix& fix, const std::string& me
 }
 
 struct Figures {
-  std::optional<double> throughput, data_wait, util, usd_per_m, idle_usd_per_hour;
-  bool warmup_only = false;  // the job ended inside its warm-up: no steady figure
+  std::optional<double> throughput, data_wait, util, usd_per_m, idle_usd_per_hour, mfu;
+  std::string unit = "samples";  // what throughput counts: "tokens" for a model fed token ids
+  bool warmup_only = false;      // the job ended inside its warm-up: no steady figure
 };
 
 Figures figures_of(const JobRecord& job, const nlohmann::json& stats) {
@@ -166,6 +167,10 @@ Figures figures_of(const JobRecord& job, const nlohmann::json& stats) {
   f.throughput = num("throughput");
   f.data_wait = num("data_wait_share");
   f.util = num("util_mean");
+  if (stats.value("throughput_metric", std::string()) == "tokens_per_sec") f.unit = "tokens";
+  if (stats.contains("mfu") && stats["mfu"].is_object() && stats["mfu"].contains("value") &&
+      stats["mfu"]["value"].is_number())
+    f.mfu = stats["mfu"]["value"].get<double>();
   f.warmup_only = stats.value("instrumented_phase", std::string()) == "warm-up only";
   const double per_second = usd_per_second(job.gpu_count, job.rate_per_gpu_hour);
   if (f.throughput && *f.throughput > 0 && per_second > 0)
@@ -318,10 +323,11 @@ struct TryCommand {
                  {"after", a ? nlohmann::json(*a) : nlohmann::json()},
                  {"change", b && a && *b > 0 ? nlohmann::json(*a / *b) : nlohmann::json()}});
     };
-    row("throughput (samples/s)", before.throughput, after.throughput, "%.4g", 1, true);
+    row("throughput (" + before.unit + "/s)", before.throughput, after.throughput, "%.4g", 1, true);
     row("data wait (%)", before.data_wait, after.data_wait, "%.0f", 100, false);
     row("GPU util (%)", before.util, after.util, "%.0f", 1, false);
-    row("$/M samples", before.usd_per_m, after.usd_per_m, "%.4g", 1, true);
+    row("MFU (%)", before.mfu, after.mfu, "%.3g", 100, false);
+    row("$/M " + before.unit, before.usd_per_m, after.usd_per_m, "%.4g", 1, true);
     row("idle $/hour", before.idle_usd_per_hour, after.idle_usd_per_hour, "%.4g", 1, true);
     if (f == Format::kJson) {
       print(dump_json({{"schema_version", kSchemaVersion},
