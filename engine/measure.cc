@@ -305,7 +305,7 @@ nlohmann::json model_flops_utilization(const std::map<int, nlohmann::json>& stat
 }
 
 SlowestRank slowest_rank(const std::map<int, RankFigures>& per_rank,
-                         const std::map<int, std::string>& node_by_rank) {
+                         const std::map<int, std::string>& node_by_rank, bool steps) {
   SlowestRank out;
   if (per_rank.size() < 2) return out;
   auto name = [&](int rank) {
@@ -337,10 +337,13 @@ SlowestRank slowest_rank(const std::map<int, RankFigures>& per_rank,
   }
   if (most && *per_rank.at(*most).data_wait - *per_rank.at(*least).data_wait > 0.05) {
     std::snprintf(buf, sizeof buf,
-                  "ranks in step (throughput within 5%%); %s waits longest for data: %.0f%% "
-                  "against %.0f%% on %s, and the others wait for it at each gradient sync",
-                  name(*most).c_str(), 100 * *per_rank.at(*most).data_wait,
-                  100 * *per_rank.at(*least).data_wait, name(*least).c_str());
+                  "ranks in step (throughput within 5%%); %s %s: %.0f%% against "
+                  "%.0f%% on %s, and the others wait for it at each gradient sync",
+                  name(*most).c_str(),
+                  steps ? "spends longest outside its step (fetching its batch, logging, Python)"
+                        : "waits longest for data",
+                  100 * *per_rank.at(*most).data_wait, 100 * *per_rank.at(*least).data_wait,
+                  name(*least).c_str());
     out.rank = most;
     out.text = buf;
     return out;
@@ -568,7 +571,7 @@ void add_ranks(const std::map<int, RankFigures>& per_rank,
     rows.push_back(std::move(row));
   }
   c.stats["per_rank"] = std::move(rows);
-  SlowestRank slowest = slowest_rank(per_rank, nodes);
+  SlowestRank slowest = slowest_rank(per_rank, nodes, c.evidence.loop_source == "steps");
   if (slowest.rank) c.stats["slowest_rank"] = *slowest.rank;
   c.stats["ranks_note"] = slowest.text;
 }

@@ -117,8 +117,10 @@ struct SlowestRank {
   std::optional<int> rank;
   std::string text;
 };
+// steps: the ranks' loops are driven by optimizer steps (no DataLoader), so their data wait is
+// the host time outside the step, and is called so.
 SlowestRank slowest_rank(const std::map<int, RankFigures>& per_rank,
-                         const std::map<int, std::string>& node_by_rank);
+                         const std::map<int, std::string>& node_by_rank, bool steps = false);
 Instrumented aggregate_hook_points(const std::vector<MetricPoint>& points,
                                    const std::map<int, double>& steady_t_by_rank);
 

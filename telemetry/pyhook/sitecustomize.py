@@ -679,17 +679,25 @@ class _NodusHook(object):
             except Exception as error:
                 self.profile_failed(error)
         if self.first_batch is None:
-            self.find_rank()
-            self.first_batch = t
-            self.next_emit = t + 1.0
-            self.interval_start = t
-            self.steps.new_interval()
-            self.write_state()
+            self.start(t)
+            self.steps.new_interval()  # the first step's end is where the figures start
             return
-        if not counted:
-            return
+        if counted:
+            self.beat(t, self.steps.steps_seen())
+
+    def start(self, t):
+        # The loop's first batch or step: the figures start here.
+        self.find_rank()
+        self.first_batch = t
+        self.next_emit = t + 1.0
+        self.interval_start = t
+        self.write_state()
+
+    def beat(self, t, n):
+        # The driving loop reached t after n batches or steps: past the warm-up what was counted
+        # so far is emitted as warm-up and the next interval starts clean, so that no line mixes
+        # the two phases; after it, a line about every second.
         if self.steady is None:
-            n = self.steps.steps_seen()
             if (self.warm_batches is not None and n > self.warm_batches) or (
                     self.warm_seconds is not None and t - self.first_batch >= self.warm_seconds):
                 self.emit(t)
@@ -787,23 +795,8 @@ class _NodusHook(object):
         if self.prof is not None and self.prof_steps > sum(self.profile):
             self.stop_profiler(False)  # the schedule is over: its trace was written
         if self.first_batch is None:
-            self.find_rank()
-            self.first_batch = t1
-            self.next_emit = t1 + 1.0
-            self.interval_start = t1
-            self.write_state()
-        if self.steady is None:
-            d = self.driver()
-            if (self.warm_batches is not None and d["batches"] > self.warm_batches) or (
-                    self.warm_seconds is not None and t1 - self.first_batch >= self.warm_seconds):
-                # Warm-up over: what was counted so far is emitted as warm-up, the next
-                # interval starts clean so that no line mixes the two phases.
-                self.emit(t1)
-                self.steady = t1
-                self.write_state()
-                return
-        if t1 >= self.next_emit:
-            self.emit(t1)
+            self.start(t1)
+        self.beat(t1, self.driver()["batches"])
 
     def emit(self, now):
         span = now - self.interval_start

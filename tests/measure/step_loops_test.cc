@@ -266,6 +266,30 @@ TEST(StepLoops, FlopsPerStepAreCountedExactlyAndMfuIsAgainstTheCatalogsPeak) {
   EXPECT_NE(show.out.find("/h of arithmetic paid for and unused"), std::string::npos) << show.out;
 }
 
+// Two gloo ranks without a DataLoader, rank 1's batches 20 ms late: each rank reports on its
+// own, they step together, and rank 1 is named as the one the other waits for.
+TEST(StepLoops, TwoRanksOfStepsNameTheOneThatLagsOutsideItsStep) {
+  REQUIRE_TORCH();
+  NodusHome home;
+  auto r =
+      home.run({"run", "--warmup", "10", "--timeout", "120s", "--", kPython, kData + "ddp_steps.py",
+                "--steps", "150", "--slow-rank", "1", "--fetch-ms", "20"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  auto s = show_json(home, "1")["stats"];
+  SCOPED_TRACE(s.dump());
+  EXPECT_EQ(s["ranks"], 2);
+  ASSERT_EQ(s["per_rank"].size(), 2u);
+  EXPECT_LT(s["per_rank"][0]["data_wait"].get<double>(), 0.10);
+  EXPECT_GT(s["per_rank"][1]["data_wait"].get<double>(), 0.50);
+  EXPECT_EQ(s["slowest_rank"], 1);
+  EXPECT_NE(s["ranks_note"].get<std::string>().find("rank 1 ("), std::string::npos);
+  EXPECT_NE(s["ranks_note"].get<std::string>().find("spends longest outside its step"),
+            std::string::npos);
+  // Ranks step together: steps/s is a rank's, not their sum.
+  const double step_s = s["instrumented_step_time"].get<double>();
+  EXPECT_NEAR(s["instrumented_steps_per_sec"].get<double>(), 1 / step_s, 0.05 / step_s);
+}
+
 // A Python job that trains nothing the hook can see: what was missing is said, and nobody is
 // told to run under nodus the job that ran under it.
 TEST(StepLoops, AJobWithoutStepsOrBatchesIsToldWhatWasMissing) {

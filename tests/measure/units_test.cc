@@ -319,3 +319,26 @@ TEST(HookMetrics, OnlyTheHooksOwnNamesAreHookMetrics) {
 
 }  // namespace
 }  // namespace nodus
+
+namespace nodus::testing {
+namespace {
+
+// Ranks whose loops have no DataLoader: the lagging rank is the one with the most host time
+// outside its step, said as such, not "waits for data".
+TEST(SlowestRank, InALoopOfStepsTheLaggingRankIsTheOneLongestOutsideItsStep) {
+  engine::RankFigures fast, slow;
+  fast.samples_per_sec = slow.samples_per_sec = 50;
+  fast.data_wait = 0.03;
+  slow.data_wait = 0.45;
+  auto s = engine::slowest_rank({{0, fast}, {1, slow}}, {}, true);
+  ASSERT_TRUE(s.rank);
+  EXPECT_EQ(*s.rank, 1);
+  EXPECT_NE(s.text.find("rank 1 spends longest outside its step (fetching its batch, logging, "
+                        "Python): 45% against 3% on rank 0, and the others wait for it at each "
+                        "gradient sync"),
+            std::string::npos)
+      << s.text;
+}
+
+}  // namespace
+}  // namespace nodus::testing
