@@ -10,7 +10,8 @@
 #   3. --profile at batch 8 with a slow get_batch (--slow-batch-ms 30): the lines named
 #      (profile.txt, profile.json).
 # Run from the checkout's root: bash bench/h200/step_loops.sh (nodus from $NODUS, else
-# .device/nodus, else build/nodus). Writes to $OUT (default /tmp/step-loops-out).
+# .device/nodus, else build/nodus). Writes to $OUT (default /tmp/step-loops-out). A shorter
+# lease: ITERS (sweep steps, 40), PAIRS (overhead pairs, 2), PROFILE=0 (no step 3).
 set -u
 cd "$(dirname "$0")/../.." || exit 1
 N=${NODUS:-$PWD/.device/nodus}
@@ -20,6 +21,9 @@ mkdir -p "$OUT"
 export NODUS_HOME=${NODUS_HOME:-/tmp/nodus-step-loops}
 rm -rf "$NODUS_HOME"
 PY=${PYTHON:-python3}
+ITERS=${ITERS:-40}
+PAIRS=${PAIRS:-2}
+PROFILE=${PROFILE:-1}
 S=$PWD/tests/data/pytorch/nanogpt_style.py
 DATA=$(mktemp -d /tmp/step-loops-data.XXXXXX)
 # The GPU's type as nodus's catalog names it.
@@ -36,7 +40,7 @@ MODEL=(--n-layer 12 --n-embd 768 --n-head 12 --block-size 1024 --vocab 50304 --d
 
 # 1. The sweep: 40 optimizer steps a cell, the first 10 the warm-up of both nodus and the script.
 "$N" sweep --name steps --gpu "$TYPE" --param bs=4,8,12 --warmup 10 --timeout 5m -- \
-  "$PY" "$S" "${MODEL[@]}" --iters 40 --batch-size "{bs}" > "$OUT/sweep.txt" 2>&1
+  "$PY" "$S" "${MODEL[@]}" --iters "$ITERS" --batch-size "{bs}" > "$OUT/sweep.txt" 2>&1
 echo $? > "$OUT/sweep.rc"
 "$N" show steps --format json > "$OUT/sweep.json" 2>&1
 "$N" show steps --format md > "$OUT/sweep.md" 2>&1
@@ -47,7 +51,7 @@ done
 
 # 2. Overhead: the fixture's own figures, hook on and off, alternating.
 : > "$OUT/overhead.txt"
-for pair in 1 2; do
+for pair in $(seq "$PAIRS"); do
   for mode in on off; do
     flag=()
     [ "$mode" = off ] && flag=(--no-instrument)
@@ -59,6 +63,7 @@ done
 rm -f "$OUT/run.tmp"
 
 # 3. --profile with a slow get_batch: the lines the steps waited for.
+if [ "$PROFILE" = 0 ]; then rm -rf "$DATA"; exit 0; fi
 "$N" run --gpu "$TYPE" --profile --warmup 10 --timeout 5m -- "$PY" "$S" "${MODEL[@]}" \
   --iters 25 --batch-size 8 --slow-batch-ms 30 > "$OUT/profile-run.txt" 2>&1
 last=$("$N" ps -a --format json | $PY -c 'import json,sys; print(json.load(sys.stdin)[0]["id"])')
