@@ -138,11 +138,15 @@ report::ReportData sweep_report(store::Store& store, const store::SweepRecord& s
     if (job.ended_at && *job.ended_at > last) last = *job.ended_at;
     d.totals.cost_usd += c.cost_usd;
     if (c.idle_usd) d.totals.idle_usd = d.totals.idle_usd.value_or(0) + *c.idle_usd;
-    if (auto stats = store.stats(job.id))
-      d.throughput_unit = stats->values.value("throughput_metric",
-                                              std::string("samples_per_sec")) == "samples_per_sec"
-                              ? "samples/s"
-                              : stats->values.value("throughput_metric", std::string());
+    if (auto stats = store.stats(job.id)) {
+      // samples_per_sec and tokens_per_sec (the hook's, for a model fed token ids) as units; a
+      // --throughput metric of the job's own by its name.
+      const std::string metric =
+          stats->values.value("throughput_metric", std::string("samples_per_sec"));
+      d.throughput_unit = metric == "samples_per_sec"  ? "samples/s"
+                          : metric == "tokens_per_sec" ? "tokens/s"
+                                                       : metric;
+    }
     d.cells.push_back(std::move(c));
   }
   d.totals.wall_s = last > first ? last - first : 0;

@@ -213,6 +213,13 @@ class _NodusSteps(object):
         mark[1], mark[2], mark[3], mark[4] = t, self.inside, self.samples, self.tokens
         return counted
 
+    def restart(self, optimizer, t, pending_inside):
+        # The optimizer's last step ends at t instead (the hook's own work after it left out);
+        # pending_inside: host time the wrapper around it will still add to inside for it.
+        mark = self.marks.get(id(optimizer))
+        if mark is not None:
+            mark[1], mark[2] = t, self.inside + pending_inside
+
     def steps_seen(self):
         key = self.driver()
         return self.marks[key][0] if key is not None else 0
@@ -666,7 +673,7 @@ class _NodusHook(object):
             self.mode = "steps"
         if counted and self.flops_out is None:
             try:
-                self.count_flops(t)
+                t = self.count_flops(optimizer, t)
             except Exception as error:  # FLOPs are left out; the loop's figures carry on
                 self.flops = None
                 self.flops_out = {"per_step": None, "error": repr(error)[:300]}
@@ -682,8 +689,8 @@ class _NodusHook(object):
             self.start(t)
             self.steps.new_interval()  # the first step's end is where the figures start
             return
-        if counted:
-            self.beat(t, self.steps.steps_seen())
+        if counted:  # as with batches, n counts the steps begun: this one's end begins the next
+            self.beat(t, self.steps.steps_seen() + 1)
 
     def start(self, t):
         # The loop's first batch or step: the figures start here.
@@ -694,7 +701,8 @@ class _NodusHook(object):
         self.write_state()
 
     def beat(self, t, n):
-        # The driving loop reached t after n batches or steps: past the warm-up what was counted
+        # The driving loop reached t with its n-th batch or step begun: past the warm-up (more
+        # than --warmup batches or steps, so "10" leaves steps 1-10 out) what was counted
         # so far is emitted as warm-up and the next interval starts clean, so that no line mixes
         # the two phases; after it, a line about every second.
         if self.steady is None:
@@ -707,24 +715,38 @@ class _NodusHook(object):
         if t >= self.next_emit:
             self.emit(t)
 
-    def count_flops(self, t):
-        # One optimizer step after the warm-up (and after --profile's steps, which hold the
-        # profiler), counted whole; the interval it falls in is dropped from the figures.
+    def count_flops(self, optimizer, t):
+        # One optimizer step (flops_due says which), counted whole; the interval it falls in is
+        # dropped from the figures, and so is the counter's own work after it: the loop starts
+        # again when that is done, the time returned.
         if self.flops is not None:
             flops, self.flops = self.flops, None
             per_step = flops.stop()
             self.flops_out = {"per_step": per_step, "counter": flops.counter, "step": flops.step,
                               "precision": flops.precision}
-            self.drop_interval(t)
             self.write_state()
-            return
-        if self.flops_out is not None or self.steady is None or self.prof is not None:
-            return
+            now = self.clock()
+            self.steps.restart(optimizer, now, now - t)
+            self.drop_interval(now)
+            return now
+        if self.flops_due():
+            self.emit(t)  # what came before the counted step stands
+            self.flops = _NodusFlops(self)
+            self.flops.start(self.steps.steps_seen() + 1)
+        return t
+
+    def flops_due(self):
+        # Whether the step that begins now is the one to count: with a warm-up of N steps in a
+        # loop of steps, the N-th (the warm-up's last, which no steady figure holds, nor a
+        # script's own timing that leaves its first N steps out); else the first after the
+        # warm-up. Never while the profiler runs.
+        if self.flops_out is not None or self.prof is not None:
+            return False
         if self.profile is not None and not self.prof_done:
-            return
-        self.emit(t)  # what came before the counted step stands
-        self.flops = _NodusFlops(self)
-        self.flops.start(self.steps.steps_seen() + 1)
+            return False
+        if self.mode == "steps" and self.steady is None and self.warm_batches:
+            return self.steps.steps_seen() + 1 == self.warm_batches
+        return self.steady is not None
 
     def drop_interval(self, t):
         # Forget what the current interval counted: it held the FLOP-counted step.

@@ -376,6 +376,11 @@ TEST(StepLoops, ASweepOverBatchSizeNamesTheBestCellByTokensPerSecond) {
   auto table = home.run({"show", "s1"});
   EXPECT_NE(table.out.find("TOKENS/S"), std::string::npos) << table.out;
   EXPECT_NE(table.out.find("$/M TOKENS"), std::string::npos) << table.out;
+  // The report names the unit too (it read "tokens_per_sec" and "$/M samples").
+  auto md = home.run({"report", "s1", "--format", "md"});
+  ASSERT_EQ(md.code, 0) << md.err;
+  EXPECT_NE(md.out.find("tokens/s"), std::string::npos) << md.out;
+  EXPECT_NE(md.out.find("$/M tokens"), std::string::npos) << md.out;
 }
 
 }  // namespace
