@@ -256,7 +256,8 @@ Instrumented HookAccumulator::finish() const {
 
 nlohmann::json model_flops_utilization(const std::map<int, nlohmann::json>& states,
                                        const std::map<int, RankFigures>& per_rank,
-                                       const nlohmann::json& job_options, double usd_per_hour) {
+                                       const nlohmann::json& job_options,
+                                       const std::string& gpu_type, double usd_per_hour) {
   double achieved = 0;  // FLOP/s over the ranks that counted theirs
   int ranks = 0;
   std::optional<double> per_step;
@@ -283,8 +284,7 @@ nlohmann::json model_flops_utilization(const std::map<int, nlohmann::json>& stat
                       {"counter", counter}};
   const nlohmann::json peak = job_options.value("peak_tflops", nlohmann::json());
   if (!peak.is_object() || !(peak.value("bf16", 0.0) > 0)) {
-    const std::string type = job_options.value("gpu_type", std::string());
-    m["note"] = job_options.contains("peak_tflops") || !type.empty()
+    m["note"] = job_options.contains("peak_tflops") || !gpu_type.empty()
                     ? "no dense peak in the catalog for this GPU type: MFU needs one"
                     : "no GPU peak to divide by: the job had no GPU with a peak in the catalog";
     return m;
@@ -671,11 +671,10 @@ Conclusion Measurement::conclude(const JobRecord& job, SeriesSource& series, dou
   }
   if (hook.steps_per_sec) c.stats["instrumented_steps_per_sec"] = *hook.steps_per_sec;
   {
-    nlohmann::json options = *job.options;
-    if (!job.gpu_type.empty()) options["gpu_type"] = job.gpu_type;
     const double usd_per_hour =
         job.gpu_count > 0 ? 3600 * usd_per_second(job.gpu_count, job.rate_per_gpu_hour) : 0;
-    auto mfu = model_flops_utilization(m.states, hook.per_rank, options, usd_per_hour);
+    auto mfu =
+        model_flops_utilization(m.states, hook.per_rank, *job.options, job.gpu_type, usd_per_hour);
     if (!mfu.is_null()) c.stats["mfu"] = std::move(mfu);
   }
   if (hook.data_wait) {

@@ -107,7 +107,8 @@ struct Instrumented {
 // missing; null when no FLOPs were counted.
 nlohmann::json model_flops_utilization(const std::map<int, nlohmann::json>& states,
                                        const std::map<int, RankFigures>& per_rank,
-                                       const nlohmann::json& job_options, double usd_per_hour);
+                                       const nlohmann::json& job_options,
+                                       const std::string& gpu_type, double usd_per_hour);
 
 // Which rank the others wait for, from each rank's figures (more than one rank): a rank more
 // than 5% below the fastest's throughput is the slowest; ranks in step (data-parallel training

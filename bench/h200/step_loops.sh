@@ -25,7 +25,8 @@ ITERS=${ITERS:-40}
 PAIRS=${PAIRS:-2}
 PROFILE=${PROFILE:-1}
 S=$PWD/tests/data/pytorch/nanogpt_style.py
-DATA=$(mktemp -d /tmp/step-loops-data.XXXXXX)
+DATA=$(mktemp -d /tmp/step-loops-data.XXXXXX)  # the fixture's token file, removed at exit
+trap 'rm -rf "$DATA"' EXIT
 # The GPU's type as nodus's catalog names it.
 TYPE=H100
 nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200 && TYPE=H200
@@ -63,10 +64,9 @@ done
 rm -f "$OUT/run.tmp"
 
 # 3. --profile with a slow get_batch: the lines the steps waited for.
-if [ "$PROFILE" = 0 ]; then rm -rf "$DATA"; exit 0; fi
+[ "$PROFILE" = 0 ] && exit 0
 "$N" run --gpu "$TYPE" --profile --warmup 10 --timeout 5m -- "$PY" "$S" "${MODEL[@]}" \
   --iters 25 --batch-size 8 --slow-batch-ms 30 > "$OUT/profile-run.txt" 2>&1
 last=$("$N" ps -a --format json | $PY -c 'import json,sys; print(json.load(sys.stdin)[0]["id"])')
 "$N" show "$last" > "$OUT/profile.txt" 2>&1
 "$N" show "$last" --format json > "$OUT/profile.json" 2>&1
-rm -rf "$DATA"

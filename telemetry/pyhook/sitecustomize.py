@@ -727,7 +727,7 @@ class _NodusHook(object):
             self.write_state()
             now = self.clock()
             self.steps.restart(optimizer, now, now - t)
-            self.drop_interval(now)
+            self.new_interval(now)
             return now
         if self.flops_due():
             self.emit(t)  # what came before the counted step stands
@@ -748,8 +748,9 @@ class _NodusHook(object):
             return self.steps.steps_seen() + 1 == self.warm_batches
         return self.steady is not None
 
-    def drop_interval(self, t):
-        # Forget what the current interval counted: it held the FLOP-counted step.
+    def new_interval(self, t):
+        # The next interval starts at t: what the current one counted is forgotten (written by
+        # emit, or dropped because it held the FLOP-counted step).
         for e in self.loaders.values():
             e["iw"] = 0.0
             e["istep"] = 0.0
@@ -842,15 +843,7 @@ class _NodusHook(object):
                 path = self.os.path.join(self.out_dir, "auto-%d.jsonl" % self.rank)
                 self.lines = open(path, "a", buffering=1)
             self.lines.write(json.dumps(row) + "\n")
-        for e in self.loaders.values():
-            e["iw"] = 0.0
-            e["istep"] = 0.0
-            e["isteps"] = 0
-            e["isamples"] = 0
-            e["ibatches"] = 0
-        self.steps.new_interval()
-        self.interval_start = now
-        self.next_emit = now + 1.0
+        self.new_interval(now)
         self.write_state()
 
     def set_tf32(self):

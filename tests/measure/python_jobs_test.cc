@@ -13,34 +13,12 @@
 
 #include "cli/fixtures.h"
 #include "cli/nodus_process.h"
+#include "measure/torch_fixture.h"
 #include "store/job_stats.h"
 #include "store/store.h"
 
 namespace nodus::testing {
 namespace {
-
-const std::string kPython = "/usr/bin/python3";
-const std::string kData = std::string(NODUS_TEST_DATA) + "/pytorch/";
-
-bool torch_available() {
-  static int ok = -1;
-  if (ok < 0) ok = std::system((kPython + " -c 'import torch' >/dev/null 2>&1").c_str()) == 0;
-  return ok == 1;
-}
-
-#define REQUIRE_TORCH()                                                                   \
-  if (!torch_available())                                                                 \
-  GTEST_SKIP() << "SKIPPED LOUDLY: " << kPython                                           \
-               << " cannot import torch; install python3-torch (scripts/install-deps.sh " \
-                  "test) to run the PyTorch measurement tests"
-
-// A TEST GPU ($1 a second) whose utilization a stand-in nvidia-smi reports as `util`.
-std::map<std::string, std::string> gpu_env(const NodusHome& home, int util) {
-  return {{"NODUS_LOCAL_GPUS", "TEST:1"},
-          {"NODUS_PRICES", write_test_prices(home)},
-          {"NODUS_NVIDIA_SMI", kData + "nvidia-smi-standin.sh"},
-          {"STANDIN_UTIL", std::to_string(util)}};
-}
 
 nlohmann::json stats_of(const NodusHome& home, const std::string& id) {
   return show_json(home, id)["stats"];

@@ -14,24 +14,10 @@
 
 #include "cli/fixtures.h"
 #include "cli/nodus_process.h"
+#include "measure/torch_fixture.h"
 
 namespace nodus::testing {
 namespace {
-
-const std::string kPython = "/usr/bin/python3";
-const std::string kData = std::string(NODUS_TEST_DATA) + "/pytorch/";
-
-bool torch_available() {
-  static int ok = -1;
-  if (ok < 0) ok = std::system((kPython + " -c 'import torch' >/dev/null 2>&1").c_str()) == 0;
-  return ok == 1;
-}
-
-#define REQUIRE_TORCH()                                                                   \
-  if (!torch_available())                                                                 \
-  GTEST_SKIP() << "SKIPPED LOUDLY: " << kPython                                           \
-               << " cannot import torch; install python3-torch (scripts/install-deps.sh " \
-                  "test) to run the PyTorch measurement tests"
 
 // The script's own "steady:" line: "steady: 12.3 ms/iter, 456.7 tokens/s, 8.9 iters/s,
 // get_batch share 0.0123" (names differ by script; the numbers come in this order).
@@ -295,11 +281,7 @@ TEST(StepLoops, TwoRanksOfStepsNameTheOneThatLagsOutsideItsStep) {
 TEST(StepLoops, AJobWithoutStepsOrBatchesIsToldWhatWasMissing) {
   REQUIRE_TORCH();
   NodusHome home;
-  auto env =
-      std::map<std::string, std::string>{{"NODUS_LOCAL_GPUS", "TEST:1"},
-                                         {"NODUS_PRICES", write_test_prices(home)},
-                                         {"NODUS_NVIDIA_SMI", kData + "nvidia-smi-standin.sh"},
-                                         {"STANDIN_UTIL", "20"}};
+  auto env = gpu_env(home, 20);
   auto r = home.run({"run", "--gpu", "TEST", "--warmup", "0", "--", kPython, "-c",
                      "import torch, time\nx = torch.ones(8)\nend = time.time() + 4\n"
                      "while time.time() < end: x = x * 1.0001\n"},
@@ -347,10 +329,7 @@ TEST(StepLoops, ASweepOverBatchSizeNamesTheBestCellByTokensPerSecond) {
                      "20",
                      "--batch-size",
                      "{bs}"},
-                    {{"NODUS_LOCAL_GPUS", "TEST:1"},
-                     {"NODUS_PRICES", write_test_prices(home)},
-                     {"NODUS_NVIDIA_SMI", kData + "nvidia-smi-standin.sh"},
-                     {"STANDIN_UTIL", "90"}});
+                    gpu_env(home, 90));
   ASSERT_EQ(r.code, 0) << r.err << r.out;
   auto j = nlohmann::json::parse(r.out.substr(r.out.find('{')));
   ASSERT_EQ(j["cells"].size(), 2u);
