@@ -92,8 +92,13 @@ report::Cell cell_of(store::Store& store, const JobRecord& job, const sweep::Cel
   c.data_wait = r.data_wait;
   c.util_mean = r.util_mean;
   c.idle_usd = r.idle_usd;
+  c.mfu = r.mfu;
   if (r.verdict) c.verdict = *r.verdict;
   if (auto stats = store.stats(job.id)) {
+    const nlohmann::json mfu = stats->values.value("mfu", nlohmann::json());
+    if (c.mfu && mfu.is_object() && mfu.contains("unused_usd_per_hour") &&
+        mfu["unused_usd_per_hour"].is_number())
+      c.unused_usd_per_hour = mfu["unused_usd_per_hour"].get<double>();
     c.diagnosis = diagnosis_of(stats->values);
     c.timeline = timeline_of(stats->values);
   }
@@ -175,6 +180,9 @@ report::ReportData job_report(store::Store& store, const JobRecord& job) {
     if (v.contains("util_mean")) r.util_mean = v["util_mean"].get<double>();
     if (v.contains("idle_usd")) r.idle_usd = v["idle_usd"].get<double>();
     if (v.contains("verdict")) r.verdict = v["verdict"].get<std::string>();
+    const nlohmann::json mfu = v.value("mfu", nlohmann::json());
+    if (mfu.is_object() && mfu.contains("value") && mfu["value"].is_number())
+      r.mfu = mfu["value"].get<double>();
   }
   report::Cell c = cell_of(store, job, r);
   d.totals.cost_usd = job.cost;

@@ -14,6 +14,7 @@
 #include "core/text.h"
 #include "engine/reconcile.h"
 #include "store/job_stats.h"
+#include "telemetry/diagnosis.h"
 #include "telemetry/pyhook.h"
 #include "telemetry/summary.h"
 #include "telemetry/util_series.h"
@@ -330,11 +331,14 @@ void stats_rows(Table& t, store::Store& store, const JobRecord& job, const nlohm
   }
   // Each rank's figures (nodus's hook, one file per rank), and which one the others wait for.
   if (v.contains("per_rank") && v["per_rank"].is_array()) {
+    const bool steps_loop =
+        v.value("data_wait_source", std::string()) == telemetry::kOutOfStepSource;
     for (const auto& r : v["per_rank"]) {
       std::string text = r.contains("node") ? r["node"].get<std::string>() + ": " : "";
       text += format_throughput(r.value("samples_per_sec", 0.0)) + " samples_per_sec";
       if (r.contains("data_wait"))
-        text += ", data wait " + format_percent(100 * r["data_wait"].get<double>());
+        text += (steps_loop ? ", outside step " : ", data wait ") +
+                format_percent(100 * r["data_wait"].get<double>());
       if (r.contains("step_time")) {
         char buf[64];
         std::snprintf(buf, sizeof buf, ", step %.1f ms", 1000 * r["step_time"].get<double>());

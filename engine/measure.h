@@ -110,13 +110,19 @@ nlohmann::json model_flops_utilization(const std::map<int, nlohmann::json>& stat
                                        const nlohmann::json& job_options,
                                        const std::string& gpu_type, double usd_per_hour);
 
-// Which rank the others wait for, from each rank's figures (more than one rank): a rank more
-// than 5% below the fastest's throughput is the slowest; ranks in step (data-parallel training
-// syncs them at every step) name the one that waits longest for data, 5 points above the least.
-// nullopt rank: none stands out; text says what was compared.
+// Which rank the others wait for, from each rank's figures (more than one rank). A rank more
+// than 5% below the fastest's throughput is the slowest (ranks that do not sync). Ranks in step
+// (data-parallel training syncs them at every gradient all-reduce) take the same time per step;
+// the one that lags by its data is the one longest outside its step, and the others wait for it
+// at the sync for what they spent less outside. With step times, that rank is named where its
+// own work per step is 10% above the others' median, with what it costs them; without, the rank
+// that waits longest for data, 5 points above the least. nullopt rank: none stands out; text
+// says what was compared.
 struct SlowestRank {
   std::optional<int> rank;
   std::string text;
+  std::optional<double> own_ratio;    // its own work per step / the other ranks' median
+  std::optional<double> others_wait;  // the share of each step the other ranks wait for it
 };
 // steps: the ranks' loops are driven by optimizer steps (no DataLoader), so their data wait is
 // the host time outside the step, and is called so.

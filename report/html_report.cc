@@ -31,6 +31,13 @@ bool ended_badly(const std::string& status) {
   return state && is_final(*state) && *state != JobState::kCompleted;
 }
 
+// The MFU column and figure appear only where some cell's FLOPs were counted.
+bool any_mfu(const ReportData& d) {
+  for (const auto& c : d.cells)
+    if (c.mfu) return true;
+  return false;
+}
+
 size_t completed_cells(const ReportData& d) {
   size_t n = 0;
   // "completed (warm-up only)" completed too.
@@ -71,6 +78,15 @@ std::string summary(const ReportData& d) {
   }
   out += kpi("Spent on idle GPU time",
              d.totals.idle_usd ? esc(format_usd(*d.totals.idle_usd)) : kMissing);
+  // Idle dollars' twin: the arithmetic paid for and not used while the GPU was busy or not.
+  if (!is_sweep(d) && !d.cells.empty() && d.cells.front().mfu) {
+    const Cell& c = d.cells.front();
+    out += kpi("MFU",
+               esc(format_percent(*c.mfu * 100)) +
+                   (c.unused_usd_per_hour ? "<small>" + esc(format_usd(*c.unused_usd_per_hour)) +
+                                                "/h of arithmetic paid for and unused</small>"
+                                          : std::string()));
+  }
   return out + "</dl></section>";
 }
 
@@ -134,7 +150,9 @@ std::string comparison(const ReportData& d) {
       "<th class=\"num\">Throughput<span class=\"unit\">" + esc(d.throughput_unit) + "</span></th>";
   out += "<th class=\"num\">$/M " + esc(work_items(d.throughput_unit)) +
          "</th><th class=\"num\">Data wait</th>";
-  out += "<th class=\"num\">GPU util</th><th class=\"num\">Idle $</th><th>Verdict</th>";
+  out += "<th class=\"num\">GPU util</th>";
+  if (any_mfu(d)) out += "<th class=\"num\">MFU</th>";
+  out += "<th class=\"num\">Idle $</th><th>Verdict</th>";
   out += "</tr></thead><tbody>";
   for (const auto& c : d.cells) {
     out += c.best ? "<tr class=\"best\">" : "<tr>";
@@ -150,6 +168,7 @@ std::string comparison(const ReportData& d) {
     out += optional_cell(c.usd_per_million, usd);
     out += optional_cell(c.data_wait, fraction);
     out += optional_cell(c.util_mean, percent);
+    if (any_mfu(d)) out += optional_cell(c.mfu, fraction);
     out += optional_cell(c.idle_usd, usd);
     out += "<td class=\"verdict\">" + esc(c.verdict) + "</td></tr>";
   }

@@ -31,6 +31,13 @@ std::string setup(const ReportData& d) {
   if (sweep) total += ", " + std::to_string(d.cells.size()) + " cells";
   if (d.totals.idle_usd) total += ", " + format_usd(*d.totals.idle_usd) + " of it on idle GPU time";
   out += "- **Total:** " + md(total) + "\n";
+  if (!sweep && !d.cells.empty() && d.cells.front().mfu) {
+    const Cell& c = d.cells.front();
+    std::string mfu = format_percent(*c.mfu * 100);
+    if (c.unused_usd_per_hour)
+      mfu += ", " + format_usd(*c.unused_usd_per_hour) + "/h of arithmetic paid for and unused";
+    out += "- **MFU:** " + md(mfu) + "\n";
+  }
   return out;
 }
 
@@ -55,6 +62,8 @@ std::string fraction(double v) { return format_percent(v * 100); }
 // The comparison as a GitHub table; the best row is bold and tagged "(best)".
 std::string comparison(const ReportData& d) {
   const std::vector<std::string> params = param_names(d);
+  bool mfu = false;  // the MFU column only where some cell's FLOPs were counted
+  for (const auto& c : d.cells) mfu = mfu || c.mfu;
   std::vector<std::pair<std::string, bool>> columns;  // header, right-aligned
   if (params.empty()) columns.push_back({"cell", false});
   for (const auto& p : params) columns.push_back({p, false});
@@ -66,9 +75,10 @@ std::string comparison(const ReportData& d) {
                                                  {"$/M " + work_items(d.throughput_unit), true},
                                                  {"data wait", true},
                                                  {"GPU util", true},
+                                                 {"MFU", true},
                                                  {"idle $", true},
                                                  {"verdict", false}})
-    columns.push_back({h, right});
+    if (h != "MFU" || mfu) columns.push_back({h, right});
 
   std::string out = "|";
   for (const auto& [h, right] : columns) out += " " + md(h) + " |";
@@ -87,8 +97,9 @@ std::string comparison(const ReportData& d) {
     row.insert(row.end(),
                {c.status, format_seconds(c.wall_s), format_usd(c.cost_usd),
                 optional_text(c.throughput, format_number), optional_text(c.usd_per_million, usd),
-                optional_text(c.data_wait, fraction), optional_text(c.util_mean, percent),
-                optional_text(c.idle_usd, usd), c.verdict});
+                optional_text(c.data_wait, fraction), optional_text(c.util_mean, percent)});
+    if (mfu) row.push_back(optional_text(c.mfu, fraction));
+    row.insert(row.end(), {optional_text(c.idle_usd, usd), c.verdict});
     out += "|";
     for (size_t i = 0; i < row.size(); ++i) {
       std::string text = md(row[i]);

@@ -72,7 +72,10 @@ struct Cell {
   std::optional<double> data_wait;        // fraction 0..1 of loop time waiting for batches
   std::optional<double> util_mean;        // percent
   std::optional<double> idle_usd;         // cost x (1 - utilization)
-  std::string verdict;                    // one line: "data-starved", "best: fastest and cheapest"
+  std::optional<double> mfu;              // model FLOPs utilization, 0..1 (engine/measure.h)
+  // The hourly rate's share the MFU leaves unused: "$X/h of arithmetic paid for and unused".
+  std::optional<double> unused_usd_per_hour;
+  std::string verdict;  // one line: "data-starved", "best: fastest and cheapest"
   std::vector<Diagnosis> diagnosis;
   bool best = false;
   std::vector<UtilPoint> util;           // in time order

@@ -274,6 +274,34 @@ std::vector<Finding> trace_findings(const Summary& s, const TraceFacts& t) {
 
 }  // namespace
 
+// One data-parallel rank holds the others back at every gradient sync: the fix is on that rank
+// (its loader or its own fetch), not the job's mean. It leads when the others wait at least
+// a fifth of each step for it.
+Finding rank_finding(const LaggingRank& lag, bool steps) {
+  const std::string who = "rank " + std::to_string(lag.rank);
+  const std::string fix =
+      steps ? "fetch " + who +
+                  "'s batches ahead of its step (a DataLoader with num_workers, or a prefetching "
+                  "thread), or give it data as fast as the other ranks'"
+            : "raise " + who +
+                  "'s DataLoader num_workers, or move its data to storage as fast as the other "
+                  "ranks'; its loader, not theirs, sets the pace";
+  char evidence[160];
+  std::snprintf(evidence, sizeof evidence,
+                "%s's own work per step %.1fx the other ranks' median, they wait %s of each step",
+                who.c_str(), lag.own_ratio, pct(lag.others_wait).c_str());
+  return {"rank-lags",
+          "rank-lags",
+          std::string("one rank's ") + (steps ? "batch fetch" : "loader") +
+              " sets the pace of every rank: the others wait for it at each gradient sync",
+          fix,
+          evidence,
+          false,
+          lag.others_wait >= 0.2 ? 0.97 : 0.45,
+          {"ranks"},
+          std::nullopt};
+}
+
 std::vector<Finding> diagnose(const Summary& s, const Evidence& e) {
   std::vector<Finding> out;
   const auto& dw = s.data_wait_share;
@@ -339,6 +367,7 @@ std::vector<Finding> diagnose(const Summary& s, const Evidence& e) {
                    {"gpu_util"},
                    std::nullopt});
   }
+  if (e.lagging_rank) out.push_back(rank_finding(*e.lagging_rank, e.loop_source == "steps"));
   std::stable_sort(out.begin(), out.end(),
                    [](const Finding& a, const Finding& b) { return a.score > b.score; });
   return out;

@@ -60,6 +60,14 @@ inline constexpr double kFp32Share = 0.30;        // of GPU busy time in FP32 GE
 inline constexpr double kBf16Speedup = 3;         // the guide's "up to 3x" for autocast
 
 // What the diagnosis knows besides the summary; empty fields are unknown.
+// Data-parallel ranks in step where one lags by its data (engine's slowest_rank): which, and
+// what it costs the others.
+struct LaggingRank {
+  int rank = 0;
+  double own_ratio = 0;    // its own work per step / the other ranks' median
+  double others_wait = 0;  // share of each step the other ranks wait for it, 0..1
+};
+
 struct Evidence {
   std::optional<double> read_mib_per_s;  // storage reads of the job's tree (steady state)
   std::optional<double> iowait_share;    // machine-wide, 0..1
@@ -77,6 +85,7 @@ struct Evidence {
   // --profile of a loop driven by steps: the function outside the step that took the most of
   // it, "get_batch at train.py:116 (44% of the step)"; "" when none was seen.
   std::string top_outside;
+  std::optional<LaggingRank> lagging_rank;
 };
 
 // data_wait_source of a loop driven by optimizer steps.

@@ -269,10 +269,16 @@ TEST(StepLoops, TwoRanksOfStepsNameTheOneThatLagsOutsideItsStep) {
   EXPECT_GT(s["per_rank"][1]["data_wait"].get<double>(), 0.50);
   EXPECT_EQ(s["slowest_rank"], 1);
   EXPECT_NE(s["ranks_note"].get<std::string>().find("rank 1 ("), std::string::npos);
-  EXPECT_NE(s["ranks_note"].get<std::string>().find("spends longest outside its step"),
+  EXPECT_NE(s["ranks_note"].get<std::string>().find("It waits on its batch fetch outside the step"),
+            std::string::npos);
+  // Rank 0 waits at each gradient sync for rank 1's 20 ms fetch: that share of each step.
+  const double step_s = s["instrumented_step_time"].get<double>();
+  EXPECT_NEAR(s["others_wait_share"].get<double>(), 0.020 / step_s, 0.1);
+  EXPECT_GT(s["slowest_rank_own_ratio"].get<double>(), 2);
+  EXPECT_EQ(s["findings"][0]["rule"], "rank-lags");
+  EXPECT_NE(s["findings"][0]["fix"].get<std::string>().find("fetch rank 1's batches ahead"),
             std::string::npos);
   // Ranks step together: steps/s is a rank's, not their sum.
-  const double step_s = s["instrumented_step_time"].get<double>();
   EXPECT_NEAR(s["instrumented_steps_per_sec"].get<double>(), 1 / step_s, 0.05 / step_s);
 }
 

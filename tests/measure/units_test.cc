@@ -340,5 +340,43 @@ TEST(SlowestRank, InALoopOfStepsTheLaggingRankIsTheOneLongestOutsideItsStep) {
       << s.text;
 }
 
+engine::RankFigures timed(double sps, double step_s, double data_wait) {
+  engine::RankFigures f = figures(sps, data_wait);
+  f.step_time = step_s;
+  return f;
+}
+
+// Three ranks in step at 25 ms a step: ranks 0 and 2 compute 5 ms and wait 20 ms at the sync,
+// rank 1 fetches its batch for 20 ms (80% of its step) and computes 5 ms.
+TEST(SlowestRank, RanksInStepNameTheOneWithTheMostOwnWorkAndWhatItCostsTheOthers) {
+  auto s = engine::slowest_rank(
+      {{0, timed(40, 0.025, 0.0)}, {1, timed(40, 0.025, 0.8)}, {2, timed(40, 0.025, 0.0)}},
+      {{1, "dev2"}});
+  ASSERT_TRUE(s.rank);
+  EXPECT_EQ(*s.rank, 1);
+  EXPECT_NEAR(*s.own_ratio, 5.0, 1e-9);
+  EXPECT_NEAR(*s.others_wait, 0.8, 1e-9);
+  EXPECT_EQ(s.text,
+            "rank 1 (dev2)'s own work per step (25.0 ms) is 5.0x the other ranks' median; they "
+            "wait 80% of each step for it at the gradient sync. It waits on its DataLoader (data "
+            "wait 80%)");
+  // In a loop of steps its wait is its fetch outside the step.
+  auto steps =
+      engine::slowest_rank({{0, timed(40, 0.025, 0.0)}, {1, timed(40, 0.025, 0.8)}}, {}, true);
+  EXPECT_NE(steps.text.find("It waits on its batch fetch outside the step (outside its step 80%)"),
+            std::string::npos)
+      << steps.text;
+}
+
+TEST(SlowestRank, RanksInStepWithinATenthOfEachOthersOwnWorkNameNone) {
+  // Rank 1 spends 2 ms more outside its 25 ms step: the other waits 8% of it, 1.09x.
+  auto s = engine::slowest_rank({{0, timed(40, 0.025, 0.10)}, {1, timed(40, 0.025, 0.18)}}, {});
+  EXPECT_FALSE(s.rank) << s.text;
+  EXPECT_NE(s.text.find("no rank lags by its data"), std::string::npos) << s.text;
+  // 3 ms more (12% of the step): 1.14x, named.
+  EXPECT_EQ(
+      engine::slowest_rank({{0, timed(40, 0.025, 0.10)}, {1, timed(40, 0.025, 0.22)}}, {}).rank, 1);
+}
+
 }  // namespace
 }  // namespace nodus::testing

@@ -181,6 +181,30 @@ TEST(HtmlReport, JobReportHasAUtilizationChartButNoBarCharts) {
   EXPECT_EQ(doc.text.find("Grid"), std::string::npos);
 }
 
+// MFU where FLOPs were counted: a column in the comparison (only then), and in a job's summary
+// beside its idle dollars, with the hourly arithmetic it leaves unused.
+TEST(HtmlReport, MfuIsAColumnWhereCountedAndAFigureOfAJob) {
+  ReportData data = testing::demo_sweep();
+  std::string html = render_html(data);
+  EXPECT_EQ(html.find(">MFU<"), std::string::npos);
+  data.cells[1].mfu = 0.314;
+  Document doc = parse_html(render_html(data));
+  EXPECT_NE(doc.text.find("MFU"), std::string::npos);
+  EXPECT_NE(doc.text.find("31.4%"), std::string::npos) << doc.text;
+  for (int row : doc.find("tr")) {
+    if (doc.find_in(row, "td").empty()) continue;
+    EXPECT_EQ(doc.find_in(row, "td").size(), doc.find("th").size()) << "row " << row;
+  }
+
+  data.kind = ReportKind::kJob;
+  data.grid.clear();
+  data.cells = {data.cells[1]};
+  data.cells[0].unused_usd_per_hour = 3.11;
+  doc = parse_html(render_html(data));
+  EXPECT_NE(doc.text.find("$3.11/h of arithmetic paid for and unused"), std::string::npos)
+      << doc.text;
+}
+
 TEST(HtmlReport, OddNumbersStillDrawEveryChart) {
   ReportData data = testing::demo_sweep();
   data.cells[0].util = {{0, 50}};  // one sample, no wall time

@@ -59,6 +59,23 @@ TEST(MarkdownReport, HasTheTableSummaryAndDiagnosisButNoImagesOrHtml) {
   EXPECT_EQ(md.find('<'), std::string::npos);
 }
 
+TEST(MarkdownReport, MfuIsAColumnOnlyWhereCountedAndALineOfAJob) {
+  ReportData data = testing::demo_sweep();
+  EXPECT_EQ(render_markdown(data).find("MFU"), std::string::npos);
+  data.cells[0].mfu = 0.25;
+  const std::string md = render_markdown(data);
+  EXPECT_NE(md.find("| MFU |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| 25% |"), std::string::npos) << md;
+  data.kind = ReportKind::kJob;
+  data.grid.clear();
+  data.cells = {data.cells[0]};
+  data.cells[0].unused_usd_per_hour = 3.5;
+  EXPECT_NE(render_markdown(data).find("- **MFU:** 25%, $3.50/h of arithmetic paid for and "
+                                       "unused"),
+            std::string::npos)
+      << render_markdown(data);
+}
+
 TEST(MarkdownReport, HostileValuesCannotAddColumnsOrMarkup) {
   const std::string md = render_markdown(testing::hostile_sweep());
   const auto rows = lines_starting_with(md, '|');

@@ -431,6 +431,37 @@ TEST(SlurmMultiNode, ShowGivesEachRanksFiguresAndNamesTheOneThatLags) {
   std::printf("%s", text.c_str());
 }
 
+// Issue 58 on two nodes: a loop without a DataLoader (tests/data/pytorch/ddp_steps.py, its ranks'
+// rendezvous from what nodus set), whose rank 1 fetches each batch 20 ms late. Each node's hook
+// reports its rank's optimizer steps; `show` names rank 1 on dev2 as the one the other waits for,
+// with the share of each step it costs rank 0, and the diagnosis says so first.
+TEST(SlurmMultiNode, ALoopOfStepsOnTwoNodesNamesTheRankThatLagsAndWhatItCosts) {
+  REQUIRE_SLURM_CLUSTER();
+  REQUIRE_GLOO_TORCH();
+  JobDir dir;
+  Nodus nodus(dir);
+  pid_t pid =
+      nodus.start({"run", "--nodes", "2", "--timeout", "5m", "--warmup", "10", "--",
+                   "/usr/bin/python3", std::string(NODUS_TEST_DATA) + "/pytorch/ddp_steps.py",
+                   "--steps", "150", "--slow-rank", "1", "--fetch-ms", "20"});
+  int status = 0;
+  waitpid(pid, &status, 0);
+  std::string out = slurp(nodus.out_path());
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << out << slurp(nodus.err_path());
+  const auto stats = nodus.show("1")["stats"];
+  SCOPED_TRACE(stats.dump());
+  ASSERT_EQ(stats["per_rank"].size(), 2u);
+  EXPECT_EQ(stats["per_rank"][1].value("node", std::string()), "dev2");
+  EXPECT_EQ(stats.value("slowest_rank", -1), 1);
+  const double step_s = stats["instrumented_step_time"].get<double>();
+  EXPECT_NEAR(stats["others_wait_share"].get<double>(), 0.020 / step_s, 0.1);
+  EXPECT_EQ(stats["findings"][0]["rule"], "rank-lags");
+  std::string text, err;
+  ASSERT_EQ(nodus.run({"show", "1"}, &text, &err), 0) << err;
+  EXPECT_NE(text.find("rank 1 (dev2)'s own work per step"), std::string::npos) << text;
+  EXPECT_NE(text.find("It waits on its batch fetch outside the step"), std::string::npos) << text;
+}
+
 }  // namespace
 }  // namespace nodus::backend::slurm
 
