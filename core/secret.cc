@@ -244,6 +244,18 @@ bool secret_token(const std::string& t) {
   return false;
 }
 
+// TOKENS and TOKENIZER name counts and text splitters (--max-tokens 2000, TOKENIZERS_PARALLELISM),
+// not credentials: TOKEN makes a name secret only where it starts neither. `name` is in upper
+// case with its separators, so that TOKEN_S3_BUCKET still names a token.
+bool holds_secret_token_word(std::string_view name) {
+  for (size_t at = name.find("TOKEN"); at != std::string_view::npos;
+       at = name.find("TOKEN", at + 1)) {
+    std::string_view after = name.substr(at + 5);
+    if (!after.starts_with('S') && !after.starts_with("IZ")) return true;
+  }
+  return false;
+}
+
 bool base64url_char(char c) {
   return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_';
 }
@@ -283,6 +295,150 @@ std::string redact_jwts(std::string_view value) {
   return out;
 }
 
+bool header_name_char(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '-'; }
+bool blank(char c) { return c == ' ' || c == '\t'; }
+// A header's value runs to the end of its line, or of the quotes the text put it in.
+bool header_value_end(char c) {
+  return c == '\n' || c == '\r' || c == '"' || c == '\'' || c == '`';
+}
+
+// True for an HTTP header that carries a credential: Authorization and Cookie by name, and every
+// dashed name is_secret_name (Proxy-Authorization, X-Api-Key, X-Auth-Token, Private-Token). A
+// single other word before ':' is not taken for a header: "{token: 3}" in a script is no header.
+bool credential_header(std::string_view name) {
+  std::string n = upper(name);
+  if (n == "AUTHORIZATION" || n == "COOKIE") return true;
+  return n.find('-') != std::string::npos && is_secret_name(name);
+}
+
+// The name of the credential header whose ':' is at `colon` in `value`, read back no further
+// than `done`; empty when none ends there (a plain word, "a_Cookie:", a URL's "scheme://").
+std::string_view credential_header_at(std::string_view value, size_t colon, size_t done) {
+  size_t start = colon;
+  while (start > done && header_name_char(value[start - 1])) --start;
+  std::string_view name = value.substr(start, colon - start);
+  if (name.empty() || !std::isalpha(static_cast<unsigned char>(name[0])) ||
+      (start > 0 && value[start - 1] == '_') || value.substr(colon + 1).starts_with("//") ||
+      !credential_header(name))
+    return {};
+  return name;
+}
+
+// Where the credential starts in a header's `value`: after an Authorization value's scheme
+// ("Bearer ", "Basic "), which stays so that the kind of credential is still told; else at once.
+size_t credential_start(std::string_view name, std::string_view value) {
+  if (!upper(name).ends_with("AUTHORIZATION")) return 0;
+  size_t scheme = 0;
+  while (scheme < value.size() && header_name_char(value[scheme])) ++scheme;
+  size_t gap = scheme;
+  while (gap < value.size() && blank(value[gap])) ++gap;
+  return scheme > 0 && gap > scheme && gap < value.size() ? gap : 0;
+}
+
+// `value` with the value of every credential header in it ("Name: value", as curl -H takes
+// one) replaced: "Authorization: Bearer <redacted>", "X-Api-Key: <redacted>".
+std::string redact_headers(std::string_view value) {
+  std::string out;
+  size_t done = 0;
+  for (size_t colon = value.find(':'); colon != std::string_view::npos;
+       colon = value.find(':', colon + 1)) {
+    std::string_view name = colon < done ? "" : credential_header_at(value, colon, done);
+    if (name.empty()) continue;
+    size_t begin = colon + 1;
+    while (begin < value.size() && blank(value[begin])) ++begin;
+    size_t end = begin;
+    while (end < value.size() && !header_value_end(value[end])) ++end;
+    begin += credential_start(name, value.substr(begin, end - begin));
+    if (begin == end || value.substr(begin).starts_with(kRedacted)) continue;
+    out += value.substr(done, begin - done);
+    out += kRedacted;
+    done = end;
+  }
+  out += value.substr(done);
+  return out;
+}
+
+// A token that its issuer's prefix gives away, whatever it is called: the prefix, then a body of
+// letters and digits (and `extra`) between min_body and max_body characters long.
+struct TokenShape {
+  std::string_view prefix;
+  size_t min_body;
+  size_t max_body = std::string_view::npos;
+  std::string_view extra = "";
+  bool upper_only = false;  // no lowercase in the body (AWS key ids)
+  bool mixed = false;       // an upper, a lower and a digit: random, not words ("sk-learn-...")
+};
+
+constexpr TokenShape kTokenShapes[] = {
+    // GitHub: classic personal, OAuth, user-to-server, server-to-server and refresh tokens.
+    {"ghp_", 20},
+    {"gho_", 20},
+    {"ghu_", 20},
+    {"ghs_", 20},
+    {"ghr_", 20},
+    {"github_pat_", 20, std::string_view::npos, "_"},
+    // Slack: bot, user, app, refresh and session tokens.
+    {"xoxb-", 10, std::string_view::npos, "-"},
+    {"xoxp-", 10, std::string_view::npos, "-"},
+    {"xoxa-", 10, std::string_view::npos, "-"},
+    {"xoxr-", 10, std::string_view::npos, "-"},
+    {"xoxs-", 10, std::string_view::npos, "-"},
+    // AWS access key ids, long-lived and temporary.
+    {"AKIA", 16, 16, "", true},
+    {"ASIA", 16, 16, "", true},
+    // Hugging Face, and OpenAI (sk-proj- and the like included).
+    {"hf_", 30},
+    {"sk-", 20, std::string_view::npos, "-_", false, true},
+};
+
+bool fits(const TokenShape& shape, std::string_view word) {
+  if (!word.starts_with(shape.prefix)) return false;
+  std::string_view body = word.substr(shape.prefix.size());
+  if (body.size() < shape.min_body || body.size() > shape.max_body) return false;
+  bool has_upper = false, has_lower = false, has_digit = false;
+  for (char c : body) {
+    unsigned char u = static_cast<unsigned char>(c);
+    if (!std::isalnum(u) && shape.extra.find(c) == std::string_view::npos) return false;
+    has_upper |= std::isupper(u) != 0;
+    has_lower |= std::islower(u) != 0;
+    has_digit |= std::isdigit(u) != 0;
+  }
+  if (shape.upper_only && has_lower) return false;
+  return !shape.mixed || (has_upper && has_lower && has_digit);
+}
+
+// `value` with every word (a run of letters, digits, '_' and '-') that has a known token's shape
+// replaced. Whole words only, so that "task-..." never reads as "sk-...".
+std::string redact_token_shapes(std::string_view value) {
+  std::string out;
+  for (size_t at = 0; at < value.size();) {
+    size_t end = at;
+    while (end < value.size() && base64url_char(value[end])) ++end;
+    std::string_view word = value.substr(at, end - at);
+    bool token = std::any_of(std::begin(kTokenShapes), std::end(kTokenShapes),
+                             [&](const TokenShape& shape) { return fits(shape, word); });
+    out += token ? kRedacted : word;
+    if (end < value.size()) out += value[end];
+    at = end + 1;
+  }
+  return out;
+}
+
+// The name of the argument "name=value", "-name=value", "--name=value" or "--name": what follows
+// at most two dashes, up to any '=', when that is a word of letters, digits, '_', '.' and '-'
+// starting with a letter or '_'; else empty ("---x", "a b=c", "x==y" and "=v" have none).
+std::string_view argument_name(std::string_view arg) {
+  size_t dashes = std::min(arg.find_first_not_of('-'), arg.size());
+  if (dashes > 2) return {};
+  size_t eq = arg.find('=');  // never among the dashes
+  std::string_view name = arg.substr(dashes, eq == std::string_view::npos ? eq : eq - dashes);
+  if (name.empty() || !(std::isalpha(static_cast<unsigned char>(name[0])) || name[0] == '_'))
+    return {};
+  for (char c : name)
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_' && c != '.' && c != '-') return {};
+  return name;
+}
+
 }  // namespace
 
 bool is_secret_name(std::string_view name) {
@@ -293,7 +449,8 @@ bool is_secret_name(std::string_view name) {
   for (char c : all)
     if (std::isalnum(static_cast<unsigned char>(c))) squeezed += c;
   for (std::string_view word : kContained)
-    if (squeezed.find(word) != std::string::npos) return true;
+    if (word == "TOKEN" ? holds_secret_token_word(all) : squeezed.find(word) != std::string::npos)
+      return true;
   for (const auto& t : tokens(name))
     if (secret_token(t)) return true;
   return false;
@@ -356,30 +513,27 @@ std::vector<std::string> redact_argv(const std::vector<std::string>& argv) {
   std::vector<std::string> out;
   out.reserve(argv.size());
   bool value_next = false;  // the previous argument was a secret-named option without "="
-  for (const auto& arg : argv) {
+  for (size_t i = 0; i < argv.size(); ++i) {
+    const std::string& arg = argv[i];
     if (value_next && !arg.starts_with("--")) {
       out.emplace_back(kRedacted);
       value_next = false;
       continue;
     }
     value_next = false;
-    // Options only (a leading '-'): a positional "a=b" is data, and argv[0] is the program.
-    size_t dashes = arg.find_first_not_of('-');
-    if (&arg != &argv.front() && dashes != std::string::npos && dashes > 0 && dashes <= 2) {
-      size_t eq = arg.find('=');
-      std::string_view name = std::string_view(arg).substr(
-          dashes, eq == std::string::npos ? std::string::npos : eq - dashes);
-      if (is_secret_name(name)) {
-        if (eq == std::string::npos) {
-          out.push_back(arg);
-          value_next = true;
-        } else {
-          out.push_back(arg.substr(0, eq + 1) + std::string(kRedacted));
-        }
+    // argv[0] is the program, never an option or an assignment.
+    std::string_view name = i == 0 ? std::string_view() : argument_name(arg);
+    size_t eq = arg.find('=');
+    if (!name.empty() && is_secret_name(name)) {
+      // A positional HF_TOKEN=... (env, make, hydra) holds a secret as much as --api-key=... does.
+      if (eq != std::string::npos) {
+        out.push_back(arg.substr(0, eq + 1) + std::string(kRedacted));
         continue;
       }
+      if (arg.starts_with('-')) value_next = true;
     }
-    out.push_back(redact_value(arg));
+    // Free text, a script for sh -c above all, may set NAME=... inside; redact_text finds those.
+    out.push_back(i == 0 ? redact_value(arg) : redact_text(arg));
   }
   return out;
 }
@@ -390,7 +544,7 @@ std::string redact_env_value(std::string_view name, std::string_view value) {
 }
 
 std::string redact_value(std::string_view value) {
-  std::string out = redact_jwts(redact_urls(value));
+  std::string out = redact_token_shapes(redact_headers(redact_jwts(redact_urls(value))));
   // The token nodus itself holds, whatever its form (a JWT is caught above; a site may hand out
   // other tokens). Short values are left alone: "SLURM_JWT=x" must not redact every x.
   if (auto token = config_env("slurm_jwt"); token && token->size() >= 8)

@@ -17,8 +17,9 @@ constexpr std::string_view kRedacted = "<redacted>";
 // MYSQLPWD; not COMPASS, BYPASS, SURPASS, OVERPASS, UNDERPASS), or the name (without separators)
 // contains TOKEN, SECRET, PASSWORD, PASSWD, PASSPHRASE, JWT, APIKEY, ACCESSKEY, CREDENTIAL, AUTH,
 // SESSION, COOKIE, PRIVATE or SIGNATURE. Short words count only as whole tokens or endings so
-// PATH, KEYBOARD, SIGMA, DISK, PASSES and PASSENGER stay visible; PGPASSFILE (a path) too. The
-// shell's own PWD and OLDPWD (exactly those names) are folders, not passwords.
+// PATH, KEYBOARD, SIGMA, DISK, PASSES and PASSENGER stay visible; PGPASSFILE (a path) too, and
+// TOKENS and TOKENIZER (MAX_TOKENS, --tokenizer: counts and text splitters). The shell's own PWD
+// and OLDPWD (exactly those names) are folders, not passwords.
 bool is_secret_name(std::string_view name);
 
 // `value` with the credentials of every URL-looking part ("scheme://...") replaced: the password
@@ -31,8 +32,13 @@ std::string redact_urls(std::string_view value);
 
 // `value` with every credential that can be told from the value alone replaced by kRedacted:
 // redact_urls, every JWT in it (three base64url segments joined by '.', the first starting "eyJ",
-// the encoding of '{"') and every occurrence of the configured Slurm token (SLURM_JWT, when set,
-// 8 characters or more), so that `-e COPY=$SLURM_JWT` or `--header "Bearer eyJ..."` is not kept.
+// the encoding of '{"'), the value of every credential HTTP header ("Authorization: Bearer
+// <redacted>", Proxy-Authorization, Cookie, and dashed secret names: "X-Api-Key: <redacted>"; to
+// the end of the line or the quotes around it), every word with a well-known token's shape
+// (GitHub ghp_/gho_/ghu_/ghs_/ghr_/github_pat_, OpenAI sk-, Slack xoxb-/xoxp-/xoxa-/xoxr-/xoxs-,
+// AWS key ids AKIA/ASIA, Hugging Face hf_; core/secret.cc has the lengths) and every occurrence
+// of the configured Slurm token (SLURM_JWT, when set, 8 characters or more), so that
+// `-e COPY=$SLURM_JWT` or `--header "Bearer eyJ..."` is not kept.
 std::string redact_value(std::string_view value);
 
 // What may be printed of free text, an error message above all, which may quote any value the
@@ -41,10 +47,12 @@ std::string redact_value(std::string_view value);
 // A value already redacted stays as it is, so redacting twice changes nothing.
 std::string redact_text(std::string_view text);
 
-// What may be stored or printed for a command's arguments: redact_value on every argument, and
-// the value of every option whose name is_secret_name: "--password=<redacted>", "-token=..." and
-// "--api-key <redacted>" (the next argument, unless it is itself an option "--..."). Arguments
-// without credentials are returned unchanged, so a command without any stores as typed.
+// What may be stored or printed for a command's arguments: the value of every argument
+// name=value whose name is_secret_name, option or not ("--password=<redacted>", "-token=...",
+// "AWS_SECRET_ACCESS_KEY=<redacted>"), the argument after a secret-named option ("--api-key
+// <redacted>", unless it is itself an option "--..."), and redact_text on every other argument
+// (redact_value on argv[0], the program). Arguments without credentials are returned unchanged,
+// so a command without any stores as typed.
 std::vector<std::string> redact_argv(const std::vector<std::string>& argv);
 
 // What may be stored or printed for the environment variable name=value: kRedacted when the

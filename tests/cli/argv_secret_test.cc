@@ -163,6 +163,56 @@ TEST(ArgvSecrets, AJwtOrTheConfiguredTokenIsRedactedWhateverItIsCalled) {
   EXPECT_EQ(job["command"].back(), "Bearer <redacted>");
 }
 
+// Issue 62, item 7: a secret-named NAME=VALUE, a credential header and a token with a well-known
+// shape, given as plain arguments, reach the job exactly and never the store or what show and ps
+// print; ordinary arguments that only look alike stay as typed.
+TEST(ArgvSecrets, AssignmentsHeadersAndKnownTokensAreRedacted) {
+  NodusHome home;
+  const std::string gh = "ghp_R3dT3amT0kenAbCdEfGhIjKlMnOpQrStUv12";
+  const std::vector<std::string> secrets = {"aws11", "bear12", gh, "hunter2"};
+  const std::vector<std::string> args = {"AWS_SECRET_ACCESS_KEY=aws11",
+                                         "Authorization: Bearer bear12",
+                                         gh,
+                                         "--password",
+                                         "hunter2",
+                                         "--lr=1e-3",
+                                         "sk-learn",
+                                         "--tokens",
+                                         "2000"};
+  auto r = home.run(
+      with({"run", "--", "sh", "-c", "printf '%s\n' \"$@\" > " + home.file("seen"), "sh"}, args));
+  ASSERT_EQ(r.code, 0) << r.err;
+  std::string lines;
+  for (const auto& a : args) lines += a + "\n";
+  EXPECT_EQ(read_file(home.file("seen")), lines);
+
+  auto json = home.run({"show", "1", "--format", "json"});
+  auto ps = home.run({"ps", "-a"});
+  ASSERT_EQ(json.code, 0) << json.err;
+  ASSERT_EQ(ps.code, 0) << ps.err;
+  std::string db = read_file(home.file("nodus.db"));
+  if (fs::exists(home.file("nodus.db-wal"))) db += read_file(home.file("nodus.db-wal"));
+  ASSERT_FALSE(db.empty());
+  for (const auto& secret : secrets) {
+    EXPECT_EQ(json.out.find(secret), std::string::npos) << secret << " in " << json.out;
+    EXPECT_EQ(ps.out.find(secret), std::string::npos) << secret << " in " << ps.out;
+    EXPECT_EQ((r.out + r.err).find(secret), std::string::npos) << secret;
+    EXPECT_EQ(db.find(secret), std::string::npos) << secret << " in nodus.db";
+  }
+  const std::vector<std::string> expected = {"AWS_SECRET_ACCESS_KEY=<redacted>",
+                                             "Authorization: Bearer <redacted>",
+                                             "<redacted>",
+                                             "--password",
+                                             "<redacted>",
+                                             "--lr=1e-3",
+                                             "sk-learn",
+                                             "--tokens",
+                                             "2000"};
+  auto shown = nlohmann::json::parse(json.out)["command"].get<std::vector<std::string>>();
+  ASSERT_EQ(shown.size(), 4 + expected.size());  // sh -c <script> sh, then the arguments
+  EXPECT_EQ(std::vector<std::string>(shown.begin() + 4, shown.end()), expected);
+}
+
 // Item 1's --save half: a secret is never written to a spec file. Secret -e values become
 // ${NAME} references (read back from nodus's environment when the file runs); a command with a
 // credential in its arguments is refused with one line, and no file is made.

@@ -180,11 +180,121 @@ TEST(RedactArgv, OptionValuesWithSecretNamesAndUrls) {
                "--lr=0.1"}));
   EXPECT_EQ(redact_argv({"tool", "--url", "https://u:p@h/x", "https://h/x?sig=s&n=1"}),
             (V{"tool", "--url", "https://u:<redacted>@h/x", "https://h/x?sig=<redacted>&n=1"}));
-  // An option right after a secret-named flag is not its value; positional a=b is data.
+  // An option right after a secret-named flag is not its value. Since issue 62 a positional
+  // name=value is judged by its name as an option is, and free text by redact_text.
   EXPECT_EQ(redact_argv({"tool", "--token", "--verbose", "key=v", "---key=v"}),
-            (V{"tool", "--token", "--verbose", "key=v", "---key=v"}));
+            (V{"tool", "--token", "--verbose", "key=<redacted>", "---key=<redacted>"}));
   EXPECT_EQ(redact_argv({"--token=x"}), (V{"--token=x"}));  // argv[0] is the program
   V plain = {"python", "train.py", "--keyboard=us", "--path", "/data", std::string("A\xff")};
+  EXPECT_EQ(redact_argv(plain), plain);
+}
+
+// Issue 62: counts of tokens and tokenizers are not credentials; a token still is.
+TEST(SecretName, TokensAndTokenizersAreNotSecret) {
+  for (const char* name : {"tokens", "MAX_TOKENS", "max-new-tokens", "num_tokens", "TOKENS_PER_SEC",
+                           "tokenizer", "TOKENIZERS_PARALLELISM", "tokenize"})
+    EXPECT_FALSE(is_secret_name(name)) << name;
+  for (const char* name :
+       {"token", "HF_TOKEN", "GITHUB_TOKEN_2", "tokenSecret", "TOKEN_TOKENS", "TOKEN_S3"})
+    EXPECT_TRUE(is_secret_name(name)) << name;
+}
+
+// Issue 62, item 7: what a red team found stored in clear when given as a job's arguments.
+TEST(RedactArgv, PositionalAssignmentsWithSecretNames) {
+  using V = std::vector<std::string>;
+  EXPECT_EQ(
+      redact_argv({"env", "AWS_SECRET_ACCESS_KEY=aws11", "HF_TOKEN=hf_x", "--api-key=k",
+                   "--password=p", "db.password=p", "LR=0.1", "x==y", "a b=c"}),
+      (V{"env", "AWS_SECRET_ACCESS_KEY=<redacted>", "HF_TOKEN=<redacted>", "--api-key=<redacted>",
+         "--password=<redacted>", "db.password=<redacted>", "LR=0.1", "x==y", "a b=c"}));
+}
+
+TEST(RedactArgv, AFlagsValueInTheNextArgument) {
+  using V = std::vector<std::string>;
+  EXPECT_EQ(redact_argv({"tool", "--password", "hunter2", "--token", "abc", "--api-key", "abc",
+                         "--tokens", "2000", "-pw", "x"}),
+            (V{"tool", "--password", "<redacted>", "--token", "<redacted>", "--api-key",
+               "<redacted>", "--tokens", "2000", "-pw", "<redacted>"}));
+}
+
+TEST(RedactArgv, AssignmentsInsideAScript) {
+  using V = std::vector<std::string>;
+  EXPECT_EQ(redact_argv({"sh", "-c", "cd /w && HF_TOKEN=abc python train.py --lr=0.1"}),
+            (V{"sh", "-c", "cd /w && HF_TOKEN=<redacted> python train.py --lr=0.1"}));
+  // A whole argument that starts as an assignment is one: its value runs to the end.
+  EXPECT_EQ(redact_argv({"env", "PASSWORD=two words"}), (V{"env", "PASSWORD=<redacted>"}));
+}
+
+TEST(RedactValue, CredentialHeaders) {
+  using V = std::vector<std::string>;
+  EXPECT_EQ(redact_argv({"curl", "-H", "Authorization: Bearer bear12", "-H",
+                         "authorization:Basic dXNlcjpwYXNz", "-H",
+                         "Proxy-Authorization: Basic cHJveHk6cHc=", "-H", "X-Api-Key: k1", "-H",
+                         "Cookie: session=s1; theme=dark", "-H", "Authorization: tok1", "-H",
+                         "Accept: application/json", "https://h/x"}),
+            (V{"curl", "-H", "Authorization: Bearer <redacted>", "-H",
+               "authorization:Basic <redacted>", "-H", "Proxy-Authorization: Basic <redacted>",
+               "-H", "X-Api-Key: <redacted>", "-H", "Cookie: <redacted>", "-H",
+               "Authorization: <redacted>", "-H", "Accept: application/json", "https://h/x"}));
+  // Inside text: up to the quotes around it, and only once.
+  std::string text = "curl -H 'Authorization: Bearer bear12' https://h/x";
+  std::string shown = "curl -H 'Authorization: Bearer <redacted>' https://h/x";
+  EXPECT_EQ(redact_text(text), shown);
+  EXPECT_EQ(redact_text(shown), shown);
+  EXPECT_EQ(redact_env_value("H", "X-Auth-Token: t1"), "X-Auth-Token: <redacted>");
+}
+
+TEST(RedactValue, HeaderLookAlikesStay) {
+  for (const char* value : {"{token: 3}", "key: value", "time 12:30", "https://h:8443/x",
+                            "Content-Type: application/json", "--api-key: x", "a_Cookie: c"})
+    EXPECT_EQ(redact_value(value), value) << value;
+}
+
+// Tokens whose issuer's prefix gives them away, under any name or none.
+TEST(RedactValue, WellKnownTokenShapesAnywhere) {
+  const std::string body36 = "R3dT3amT0kenAbCdEfGhIjKlMnOpQrStUv12";
+  for (const std::string& token :
+       {"ghp_" + body36, "gho_" + body36, "ghu_" + body36, "ghs_" + body36, "ghr_" + body36,
+        "github_pat_11ABCDEFG0" + body36 + "_" + body36,
+        std::string("sk-") + "T3BlbkFJ" + body36 + "0123",
+        std::string("sk-proj-") + body36 + "-" + body36 + "_xY9",
+        std::string("xoxb-1234567890-1234567890123-") + "AbCdEfGhIjKlMnOpQrStUvWx",
+        std::string("xoxp-1234567890-1234567890-1234567890-abcdef0123456789abcdef0123456789"),
+        std::string("xoxa-2-abcdef0123"), std::string("xoxr-abcdef0123456"),
+        std::string("xoxs-abcdef0123456"), std::string("AKIAIOSFODNN7EXAMPLE"),
+        std::string("ASIAY34FZKBOKMUTVV7A"), "hf_" + body36.substr(0, 34)}) {
+    EXPECT_EQ(redact_value(token), "<redacted>") << token;
+    EXPECT_EQ(redact_value("--gh=" + token + ",x"), "--gh=<redacted>,x") << token;
+    EXPECT_EQ(redact_argv({"tool", "plain_name=" + token, token})[1], "plain_name=<redacted>");
+    EXPECT_EQ(redact_argv({"tool", token})[1], "<redacted>") << token;
+  }
+}
+
+// Issue 62: ordinary arguments stay as typed.
+TEST(RedactArgv, OrdinaryArgumentsStay) {
+  std::vector<std::string> plain = {"python",
+                                    "train.py",
+                                    "--lr=1e-3",
+                                    "--task-id",
+                                    "7",
+                                    "sk-learn",
+                                    "scikit-learn",
+                                    "/data/sk-resnet-50-imagenet-pretrained/model.pt",
+                                    "./runs/ghp_/x",
+                                    "--tokens",
+                                    "2000",
+                                    "--max-new-tokens=512",
+                                    "--tokenizer",
+                                    "gpt2",
+                                    "TOKENIZERS_PARALLELISM=false",
+                                    "hf_hub",
+                                    "AKIA1234",
+                                    "AKIAIOSFODNN7EXAMPLE2",
+                                    "task-ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789abc",
+                                    "sk-abcdefghijklmnopqrstuvwxyz",
+                                    "xoxb-short",
+                                    "model.hidden_dim=64",
+                                    "Content-Type: application/json"};
   EXPECT_EQ(redact_argv(plain), plain);
 }
 
