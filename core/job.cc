@@ -4,6 +4,8 @@
 
 #include <array>
 #include <chrono>
+#include <cmath>
+#include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
@@ -95,6 +97,14 @@ int nodes_of(const nlohmann::json& options) {
   auto it = options.find("nodes");
   if (it == options.end() || !it->is_number_integer() || it->get<int64_t>() < 1) return 1;
   return static_cast<int>(it->get<int64_t>());
+}
+
+std::optional<double> read_sentinel_end(const std::string& log_path) {
+  if (log_path.empty()) return std::nullopt;
+  std::ifstream in(end_time_path(log_path));
+  double t = 0;
+  if (!(in >> t) || !std::isfinite(t) || t <= 0) return std::nullopt;
+  return t;
 }
 
 }  // namespace nodus

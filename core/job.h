@@ -101,8 +101,12 @@ int nodes_of(const nlohmann::json& options);
 inline int nodes_of(const JobRecord& job) { return nodes_of(*job.options); }
 
 // Beside a local job's log: when its sentinel killed the job's tree, because its supervisor died
-// (unix seconds, as text). Written through a descriptor the supervisor opened before the job
-// started; read when the supervisor's death is reconciled, so the bill runs to that moment.
+// or was stopped, or at the job's deadline (unix seconds, as text). Written through a descriptor
+// the supervisor opened before the job started; read when a dead or stopped supervisor is
+// reconciled, so the bill runs to that moment.
 inline std::string end_time_path(const std::string& log_path) { return log_path + ".end"; }
+
+// What the sentinel wrote there; nullopt when nothing (or nothing a time) is there.
+std::optional<double> read_sentinel_end(const std::string& log_path);
 
 }  // namespace nodus

@@ -100,23 +100,39 @@ void settle_ended_cgroups(store::Store& store) {
   }
 }
 
-// Active jobs whose supervisor lives but is stopped while their cgroup runs past the deadline:
+// Active jobs whose supervisor lives but is stopped. While their cgroup runs past the deadline,
 // the sentinel that would have ended them is gone too (it kills the job once the supervisor has
-// been stopped for a moment), so only this command is left to do it.
+// been stopped for a moment), so only this command is left to do it. Once their tree is dead
+// (the sentinel killed it at the deadline or for the stopped supervisor), nothing records the
+// end until the supervisor runs again, which may be never: the record ends here, billed to the
+// sentinel's kill, and `ps` stops showing a dead job running with a growing bill.
 void end_stopped_supervisors(store::Store& store, const std::vector<JobRecord>& active) {
   const double now = unix_now();
   for (const JobRecord& job : active) {
     if (job.backend != "local") continue;
     if (!store::process_alive(job.supervisor_pid, job.supervisor_start)) continue;
     if (!process_stopped(static_cast<pid_t>(job.supervisor_pid))) continue;
+    const std::string who = "its supervisor (pid " + std::to_string(job.supervisor_pid) + ")";
     const std::string cgroup = cgroup_from_note(job.note);
-    if (!exists(cgroup) || !cgroup_populated_path(cgroup)) continue;
+    if (exists(cgroup) && cgroup_populated_path(cgroup)) {
+      auto deadline = job_deadline(job);
+      if (!deadline || now < *deadline) continue;
+      force_end(store, job, JobState::kTampered,
+                "tampering: " + who +
+                    " was stopped and its sentinel gone while the job ran past its deadline; "
+                    "killed by the next nodus command");
+      continue;
+    }
+    // The sentinel's word that it killed the tree (with a cgroup or without one).
+    const std::optional<double> killed = read_sentinel_end(job.log_path);
+    if (!killed) continue;
     auto deadline = job_deadline(job);
-    if (!deadline || now < *deadline) continue;
+    const bool at_deadline = deadline && *killed >= *deadline;
     force_end(store, job, JobState::kTampered,
-              "tampering: its supervisor (pid " + std::to_string(job.supervisor_pid) +
-                  ") was stopped and its sentinel gone while the job ran past its deadline; "
-                  "killed by the next nodus command");
+              "tampering: " + who + " was stopped while the job ran; its sentinel killed the job " +
+                  (at_deadline ? "at its deadline" : "for the stopped supervisor") +
+                  ", ended by the next nodus command and billed to the kill",
+              killed);
   }
 }
 
@@ -179,9 +195,26 @@ std::optional<double> job_deadline(const JobRecord& job) {
   return *job.started_at + plan->kill_after.count();
 }
 
-JobRecord force_end(store::Store& store, JobRecord job, JobState state, const std::string& why) {
+namespace {
+
+// The sentinels of a supervisor about to be killed: its children that name themselves
+// nodus-sentinel. One that is stopped too (a job that stopped both) would stay so forever; one
+// that runs would exit once its supervisor is gone anyway. Found before the supervisor dies,
+// while they are still its children.
+std::vector<pid_t> sentinels_of(pid_t supervisor) {
+  std::vector<pid_t> out;
+  for (const ProcStat& p : scan_processes())
+    if (p.ppid == supervisor && p.comm == "nodus-sentinel") out.push_back(p.pid);
+  return out;
+}
+
+}  // namespace
+
+JobRecord force_end(store::Store& store, JobRecord job, JobState state, const std::string& why,
+                    std::optional<double> ended_at) {
   const auto pid = static_cast<pid_t>(job.supervisor_pid);
   if (store::process_alive(job.supervisor_pid, job.supervisor_start)) {
+    for (pid_t sentinel : sentinels_of(pid)) ::kill(sentinel, SIGKILL);
     ::kill(pid, SIGKILL);  // a stopped process dies of SIGKILL too
     for (int i = 0; i < 200 && store::process_alive(job.supervisor_pid, job.supervisor_start); ++i)
       ::usleep(10'000);
@@ -191,7 +224,7 @@ JobRecord force_end(store::Store& store, JobRecord job, JobState state, const st
   if (exists(cgroup) && !kill_cgroup(job, cgroup))
     note += "; cgroup " + cgroup + " still held processes " +
             std::to_string(kOrphanKillLimit.count()) + " ms after cgroup.kill";
-  const double now = unix_now();
+  const double now = ended_at ? std::min(*ended_at, unix_now()) : unix_now();
   if (job.started_at) {
     job.cost = cost_usd(job.gpu_count, job.rate_per_gpu_hour, std::max(0.0, now - *job.started_at));
     if (auto cap = effective_cap(job.max_cost, budget_cap_of(job)); cap && job.cost > *cap)

@@ -38,10 +38,12 @@ void reconcile(store::Store& store);
 std::optional<double> job_deadline(const JobRecord& job);
 
 // Ends a local job whose supervisor lives but does not act (stopped, stuck): SIGKILLs the
-// supervisor (its sentinel, if alive, then kills the tree too), kills the job's cgroup, and
-// records `state` with `why` in the note, ended now and billed for all of it: what ran, even past
-// the cap, with the overrun said. Returns the record as stored.
-JobRecord force_end(store::Store& store, JobRecord job, JobState state, const std::string& why);
+// supervisor and its sentinel (a stopped sentinel would be left behind), kills the job's cgroup,
+// and records `state` with `why` in the note, ended at `ended_at` (the sentinel's kill, when it
+// killed the tree) or now, and billed for all of it: what ran, even past the cap, with the
+// overrun said. Returns the record as stored.
+JobRecord force_end(store::Store& store, JobRecord job, JobState state, const std::string& why,
+                    std::optional<double> ended_at = std::nullopt);
 
 // A sweep killed while a cell ran leaves that cell's supervisor stopping it on its own (its
 // PR_SET_PDEATHSIG is a SIGTERM: TERM, the grace, KILL, then the bill). Until it has recorded the

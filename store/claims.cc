@@ -46,15 +46,6 @@ std::string utc_text(double unix_seconds) {
   return buf;
 }
 
-// What the sentinel wrote beside the log (end_time_path, core/job.h): unix seconds.
-std::optional<double> sentinel_end(const std::string& log_path) {
-  if (log_path.empty()) return std::nullopt;
-  std::ifstream in(end_time_path(log_path));
-  double t = 0;
-  if (!(in >> t) || !std::isfinite(t) || t <= 0) return std::nullopt;
-  return t;
-}
-
 std::set<int> drop_dead_claims(Db& db) {
   std::set<int> held;
   for (const Claim& c : all_claims(db)) {
@@ -178,7 +169,8 @@ std::vector<int64_t> Store::reconcile_dead_supervisors() {
       // Its cost cap: --max-cost, or the sweep's budget share when that is lower.
       const std::optional<double> cap = effective_cap(
           stmt.opt_f64(8), budget_cap_of(nlohmann::json::parse(stmt.text(11), nullptr, false)));
-      const std::optional<double> killed = started ? sentinel_end(stmt.text(12)) : std::nullopt;
+      const std::optional<double> killed =
+          started ? read_sentinel_end(stmt.text(12)) : std::nullopt;
       d.kept = started ? read_outcome_file(stmt.text(12), d.id) : std::nullopt;
       if (d.kept) {
         // The supervisor saw the job end but could not write the store (a full disk): its

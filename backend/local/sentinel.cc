@@ -254,6 +254,11 @@ bool exec_sentinel = false;  // exec_sentinels()
     if (kill_at && !kill_done && t >= *kill_at) {
       enforcer.kill();
       kill_done = term_done = true;
+      // The bill's end, should the supervisor be stopped: it would otherwise bill to whenever it
+      // runs again, and a command that finds it stopped reads the moment from the file.
+      const int64_t dead_ns = write_end_time(end_fd);
+      Message dead{kKilledAt, dead_ns, 0};
+      (void)::send(fd, &dead, sizeof dead, MSG_NOSIGNAL | MSG_DONTWAIT);
     } else if (term_at && !term_done && t >= *term_at) {
       enforcer.term();
       term_done = true;

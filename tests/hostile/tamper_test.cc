@@ -215,5 +215,90 @@ TEST_F(Tamper, ASweepCellThatKillsItsSentinelAndSupervisorIsKilledByTheSweep) {
   EXPECT_NE(job["note"].get<std::string>().find("killed"), std::string::npos) << job.dump();
 }
 
+// Issue 62, case 1: a job that ignores SIGTERM and stops its supervisor just before its cap.
+// The sentinel kills it at the cap; nothing of nodus runs to record that. The next command must
+// end the record there, billed to the sentinel's kill, not show a dead job running with a growing
+// bill (before: `running` until the supervisor was continued, then billed to that moment).
+TEST_F(Tamper, AJobKilledAtItsCapWhileItsSupervisorIsStoppedIsBilledToTheKill) {
+  NodusHome home;
+  const std::string marker = unique_marker("81011");
+  // $1 a second: the cap buys 1 s, SIGKILL at the cap.
+  pid_t nodus = home.start(
+      {"run", "--gpu", kTestGpu, "--max-cost", "1", "--grace", "200ms", "--", "sh",
+       script_file(home, "trap '' TERM; sleep 0.3; kill -STOP $PPID; exec sleep " + marker)},
+      test_gpus(home));
+  ASSERT_TRUE(wait_for_processes(marker, 1, 20s)) << read_file(home.file("started.out.err"));
+  EXPECT_TRUE(survivors_after(marker, 20s).empty()) << "the sentinel left the job running";
+  ASSERT_TRUE(is_stopped(nodus));
+  // Long after the kill: a bill to "now" would be 3 s and more.
+  std::this_thread::sleep_for(2s);
+  auto ps = home.run({"ps", "-a", "--format", "json"}, test_gpus(home));
+  ASSERT_EQ(ps.code, 0) << ps.err;
+  auto job = show_json(home, "1");
+  EXPECT_EQ(job["state"], "tampered") << job.dump();
+  EXPECT_NE(job["note"].get<std::string>().find("its sentinel killed the job at its deadline"),
+            std::string::npos)
+      << job.dump();
+  EXPECT_GE(job["cost_usd"].get<double>(), 0.95) << job.dump();  // SIGKILL 25 ms before the cap
+  // The kill is due 10 ms after the cap; a loaded machine may take a while to carry it out.
+  EXPECT_LT(job["cost_usd"].get<double>(), 2.0) << job.dump();
+  // The stopped supervisor and its sentinel are gone, and the GPU is free again.
+  EXPECT_NE(wait_exit(nodus, 10s), 0);
+  auto next = home.run({"run", "--gpu", kTestGpu, "--no-wait", "--", "true"}, test_gpus(home));
+  EXPECT_EQ(next.code, 0) << next.err;
+  clean_up(nodus, marker);
+}
+
+// The same job, its supervisor continued before any other nodus command: it records the end
+// itself, billed to the sentinel's kill, not to when it ran again.
+TEST_F(Tamper, AStoppedSupervisorContinuedAfterTheSentinelsKillBillsToTheKill) {
+  NodusHome home;
+  const std::string marker = unique_marker("81012");
+  pid_t nodus = home.start(
+      {"run", "--gpu", kTestGpu, "--max-cost", "1", "--grace", "200ms", "--", "sh",
+       script_file(home, "trap '' TERM; sleep 0.3; kill -STOP $PPID; exec sleep " + marker)},
+      test_gpus(home));
+  ASSERT_TRUE(wait_for_processes(marker, 1, 20s)) << read_file(home.file("started.out.err"));
+  EXPECT_TRUE(survivors_after(marker, 20s).empty()) << "the sentinel left the job running";
+  std::this_thread::sleep_for(2s);
+  ASSERT_EQ(::kill(nodus, SIGCONT), 0);
+  wait_exit(nodus, 30s);
+  auto job = show_json(home, "1");
+  EXPECT_NE(job["state"], "running") << job.dump();
+  EXPECT_GE(job["cost_usd"].get<double>(), 0.95) << job.dump();  // SIGKILL 25 ms before the cap
+  EXPECT_LT(job["cost_usd"].get<double>(), 2.0) << job.dump();
+  clean_up(nodus, marker);
+}
+
+// Issue 62, case 7: a job that stops its sentinel and then its supervisor. Once past its deadline
+// the next nodus command kills it, and kills the stopped sentinel too (it was left behind).
+TEST_F(Tamper, AJobThatStopsBothEnforcersLeavesNoStoppedSentinelBehind) {
+  NodusHome home;
+  const std::string marker = unique_marker("81013");
+  const std::string script = std::string(kFindSentinel) + "echo $s > " + home.file("sentinel") +
+                             "; kill -STOP $s; kill -STOP $PPID; sleep " + marker;
+  pid_t nodus = home.start({"run", "--gpu", kTestGpu, "--max-cost", "2", "--grace", "500ms", "--",
+                            "bash", script_file(home, script)},
+                           test_gpus(home));
+  ASSERT_TRUE(wait_for_processes(marker, 1, 20s));
+  const pid_t sentinel = std::atoi(read_file(home.file("sentinel")).c_str());
+  ASSERT_GT(sentinel, 0);
+  EXPECT_TRUE(is_stopped(sentinel));
+  std::this_thread::sleep_for(2500ms);  // past the cap's 2 s
+  ASSERT_EQ(home.run({"ps"}, test_gpus(home)).code, 0);
+  EXPECT_TRUE(survivors_after(marker, 5s).empty()) << "nodus ps left the job running";
+  bool sentinel_gone = false;
+  for (int i = 0; i < 100 && !sentinel_gone; ++i) {
+    auto st = read_proc_stat(sentinel);
+    sentinel_gone = !st || st->zombie();
+    if (!sentinel_gone) std::this_thread::sleep_for(50ms);
+  }
+  EXPECT_TRUE(sentinel_gone) << "the stopped sentinel " << sentinel << " was left behind";
+  auto job = show_json(home, "1");
+  EXPECT_EQ(job["state"], "tampered") << job.dump();
+  ::kill(sentinel, SIGKILL);
+  clean_up(nodus, marker);
+}
+
 }  // namespace
 }  // namespace nodus::testing
