@@ -18,6 +18,7 @@
 #include "core/lifecycle.h"
 #include "core/parse.h"
 #include "core/pidfd.h"
+#include "core/proc.h"
 #include "core/timing.h"
 #include "engine/cell_order.h"
 #include "engine/cell_spawner.h"
@@ -295,6 +296,28 @@ void pass_on_stop(int sig, SweepScheduler& scheduler, SweepStop& stop,
   }
 }
 
+// A cell whose supervisor is stopped (its job sent it SIGSTOP) never exits of its own accord, and
+// the sweep would wait on it for ever. Looked at each pass: settled as any nodus command settles
+// it (reconcile: ended once its sentinel killed the job, or past its deadline; the supervisor
+// is killed, so its pidfd wakes the loop); while the sweep stops, ended at once, since nothing
+// else will pass the stop on.
+void settle_stopped_cells(store::Store& store, const std::vector<Running>& running,
+                          const std::vector<PlannedCell>& cells, bool stopping) {
+  bool any = false;
+  for (const auto& r : running) {
+    if (!process_stopped(r.pid)) continue;
+    any = true;
+    if (!stopping) continue;
+    auto job = store.job(cells[r.cell].job.id);
+    if (job && !is_final(job->state))
+      force_end(store, *job, JobState::kStopped,
+                "stopped with its sweep: its supervisor (pid " + std::to_string(r.pid) +
+                    ") was stopped, so the sweep killed the job itself");
+    ::kill(r.pid, SIGKILL);  // should the record not name it yet
+  }
+  if (any && !stopping) reconcile(store);
+}
+
 // Attempts that waited for GPUs and never started: cancelled, their claims released.
 void cancel_unstarted(store::Store& store, const SweepScheduler& scheduler,
                       std::vector<PlannedCell>& cells, SweepStop stop) {
@@ -398,7 +421,9 @@ std::string SweepRunner::run(store::SweepRecord& sweep, std::vector<PlannedCell>
     std::vector<pollfd> fds;
     fds.push_back({signals_.fd(), POLLIN, 0});
     for (const auto& r : running) fds.push_back({r.pidfd, POLLIN, 0});
-    int timeout = progress_.live() || settings.stop_early || !orphans.empty() ? 1000 : -1;
+    // Once a second while cells run: one whose supervisor was stopped wakes nothing.
+    int timeout =
+        progress_.live() || settings.stop_early || !orphans.empty() || !running.empty() ? 1000 : -1;
     if (waiting_for_gpus) {
       const int recheck = static_cast<int>(settings.gpu_recheck.count());
       timeout = timeout < 0 ? recheck : std::min(timeout, recheck);
@@ -462,6 +487,7 @@ std::string SweepRunner::run(store::SweepRecord& sweep, std::vector<PlannedCell>
       timing::step("cell: end taken");
     }
     settle_orphans();
+    settle_stopped_cells(store_, running, cells, scheduler.stopped());
     if (settings.stop_early && !scheduler.stopped()) stop_losers(store_, cells, running, settings);
     progress_.tick(cells, scheduler.ledger().spent());
   }

@@ -300,5 +300,50 @@ TEST_F(Tamper, AJobThatStopsBothEnforcersLeavesNoStoppedSentinelBehind) {
   clean_up(nodus, marker);
 }
 
+// Issue 62, case 2: a sweep cell whose job stops its supervisor. The sweep used to wait on that
+// supervisor for ever (10 minutes, SIGTERM ignored, $6.08 recorded of a $0.10 budget). Now the
+// sentinel kills the job, the sweep ends the cell billed to that kill, and the sweep ends.
+TEST_F(Tamper, ASweepWhoseCellStopsItsSupervisorEndsOnTimeWithinItsBudget) {
+  NodusHome home;
+  const std::string marker = unique_marker("81014");
+  auto r = run_command(home,
+                       {"timeout", "60", NODUS_BIN, "sweep", "--gpu", kTestGpu, "--budget", "10",
+                        "--max-cost", "2", "--grace", "200ms", "--param", "k=1", "--", "sh",
+                        script_file(home, "kill -STOP $PPID; exec sleep " + marker + "$1"), "{k}"},
+                       test_gpus(home));
+  EXPECT_NE(r.code, 124) << "the sweep waited on the stopped supervisor: " << r.err;
+  EXPECT_TRUE(survivors_after(marker, 5s).empty());
+  auto job = show_json(home, "1");
+  EXPECT_EQ(job["state"], "tampered") << job.dump();
+  // Killed by the sentinel at the cap (2 s) or for the stopped supervisor (2 s): about $2.
+  EXPECT_LT(job["cost_usd"].get<double>(), 3.0) << job.dump();
+  EXPECT_GT(job["cost_usd"].get<double>(), 1.5) << job.dump();
+  kill_all(processes_with(marker));
+}
+
+// The same cell's job kills its sentinel too: nothing ends it before its deadline but the sweep.
+// SIGTERM to the sweep (what `nodus stop s1` sends) ends it at once, and the sweep ends.
+TEST_F(Tamper, ASweepStoppedWhileACellsSupervisorIsStoppedEndsTheCellAndItself) {
+  NodusHome home;
+  const std::string marker = unique_marker("81015");
+  const std::string script =
+      std::string(kFindSentinel) + "kill -STOP $PPID; kill -9 $s; exec sleep " + marker + "$1";
+  pid_t sweep = home.start({"sweep", "--gpu", kTestGpu, "--max-cost", "600", "--param", "k=1", "--",
+                            "bash", script_file(home, script), "{k}"},
+                           test_gpus(home));
+  ASSERT_TRUE(wait_for_processes(marker, 1, 20s)) << read_file(home.file("started.out.err"));
+  std::this_thread::sleep_for(500ms);  // the sentinel is killed just before the sleep starts
+  ASSERT_EQ(::kill(sweep, SIGTERM), 0);
+  const int code = wait_exit(sweep, 20s);
+  EXPECT_NE(code, -1) << "the sweep did not end after SIGTERM";
+  EXPECT_TRUE(survivors_after(marker, 5s).empty()) << "the stopped cell's job ran on";
+  auto job = show_json(home, "1");
+  EXPECT_EQ(job["state"], "stopped") << job.dump();
+  EXPECT_NE(job["note"].get<std::string>().find("stopped with its sweep"), std::string::npos)
+      << job.dump();
+  kill_all(processes_with(marker));
+  if (code == -1) ::kill(sweep, SIGKILL);
+}
+
 }  // namespace
 }  // namespace nodus::testing
