@@ -24,6 +24,13 @@ PY=${PYTHON:-python3}
 ITERS=${ITERS:-40}
 PAIRS=${PAIRS:-2}
 PROFILE=${PROFILE:-1}
+# The overhead runs' --warmup: 10 (the script's own skip) puts the one step whose FLOPs the hook
+# counts outside the script's steady window, so the pairs measure the per-step cost; the default
+# (5s) puts it inside, so they measure that one step's cost too.
+OVERHEAD_WARMUP=${OVERHEAD_WARMUP:-10}
+# FRAMEWORKS=1: step 4, a Hugging Face and a Lightning loop (bench/h200/hf_steps.py,
+# lightning_steps.py) under nodus beside their own figures.
+FRAMEWORKS=${FRAMEWORKS:-0}
 S=$PWD/tests/data/pytorch/nanogpt_style.py
 DATA=$(mktemp -d /tmp/step-loops-data.XXXXXX)  # the fixture's token file, removed at exit
 trap 'rm -rf "$DATA"' EXIT
@@ -56,12 +63,24 @@ for pair in $(seq "$PAIRS"); do
   for mode in on off; do
     flag=()
     [ "$mode" = off ] && flag=(--no-instrument)
-    "$N" run --gpu "$TYPE" "${flag[@]}" --timeout 5m -- "$PY" "$S" "${MODEL[@]}" --iters 30 \
+    "$N" run --gpu "$TYPE" "${flag[@]}" --warmup "$OVERHEAD_WARMUP" --timeout 5m -- "$PY" "$S" \
+      "${MODEL[@]}" --iters 30 \
       --batch-size 8 > "$OUT/run.tmp" 2>&1
     echo "pair $pair hook $mode: $(grep -E '^steady:' "$OUT/run.tmp")" >> "$OUT/overhead.txt"
   done
 done
 rm -f "$OUT/run.tmp"
+
+# 4. Frameworks: Hugging Face (model(input_ids=..., labels=...), no DataLoader) and Lightning
+# (optimizer.step(closure): forward and backward inside the step), each beside its own figures.
+if [ "$FRAMEWORKS" = 1 ]; then
+  for fw in hf lightning; do
+    "$N" run --gpu "$TYPE" --warmup 10 --timeout 5m -- "$PY" "bench/h200/${fw}_steps.py" \
+      > "$OUT/$fw-run.txt" 2>&1
+    last=$("$N" ps -a --format json | $PY -c 'import json,sys; print(json.load(sys.stdin)[0]["id"])')
+    "$N" show "$last" > "$OUT/$fw-show.txt" 2>&1
+  done
+fi
 
 # 3. --profile with a slow get_batch: the lines the steps waited for.
 [ "$PROFILE" = 0 ] && exit 0

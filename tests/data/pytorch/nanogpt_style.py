@@ -161,9 +161,13 @@ def main():
         share = sum(batch_per_iter[a.skip:]) / wall
         print(f"steady: {wall * 1000 / n:.3f} ms/iter, {tokens_per_iter * iters_per_sec:.1f} tokens/s, "
               f"{iters_per_sec:.4f} iters/s, get_batch share {share:.4f}", flush=True)
-        # nanoGPT's estimate_mfu: 6N + 12*L*H*Q*T FLOPs per token (PaLM, appendix B), N without
-        # the position embedding, against --peak-tflops.
-        n_params = sum(p.numel() for p in model.parameters()) - model.wpe.weight.numel()
+        # nanoGPT's estimate_mfu: 6N + 12*L*H*Q*T FLOPs per token (PaLM, appendix B), against
+        # --peak-tflops. N is the parameters that take part in a matmul: nanoGPT leaves out the
+        # position embedding and counts its token embedding as the lm_head it is tied to; here
+        # the two are not tied, so both embedding tables (lookups, no arithmetic) are left out
+        # and the lm_head counts as itself.
+        n_params = (sum(p.numel() for p in model.parameters()) - model.wpe.weight.numel() -
+                    model.wte.weight.numel())
         per_token = 6 * n_params + 12 * a.n_layer * a.n_head * (a.n_embd // a.n_head) * a.block_size
         achieved = per_token * tokens_per_iter * iters_per_sec
         print(f"estimated mfu: {100 * achieved / (a.peak_tflops * 1e12):.2f}% of {a.peak_tflops} TFLOPS "
