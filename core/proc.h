@@ -74,7 +74,9 @@ std::vector<std::string> read_proc_fd_targets(pid_t pid);
 // True when the process no longer exists or is a zombie (it runs nothing any more).
 bool process_gone(pid_t pid);
 
-// True while the process is stopped (SIGSTOP, SIGTSTP, a tracer's stop: state T or t).
+// True while the process is stopped (SIGSTOP, SIGTSTP, a tracer's stop: state T or t) or frozen
+// (its cgroup v2 says "frozen 1" in cgroup.events: a job that moved nodus's processes into a
+// cgroup of its own and wrote 1 to its cgroup.freeze). Either way it runs nothing until thawed.
 bool process_stopped(pid_t pid);
 
 // cgroup v2. The mount point of the cgroup2 file system from /proc/self/mountinfo's text

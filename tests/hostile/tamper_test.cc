@@ -345,5 +345,74 @@ TEST_F(Tamper, ASweepStoppedWhileACellsSupervisorIsStoppedEndsTheCellAndItself) 
   if (code == -1) ::kill(sweep, SIGKILL);
 }
 
+// Issue 62, case 4: the job moves its supervisor and its sentinel into a cgroup of its own and
+// freezes it (cgroup.freeze). Neither is stopped (state T), yet neither runs. Returns the frozen
+// cgroup's folder ("" when the job could not do it: no cgroup v2 it may write).
+std::string freeze_attack(const NodusHome& home, const std::string& marker, const char* cap,
+                          pid_t& nodus) {
+  const std::string cg = "/sys/fs/cgroup/nodus-freeze-" + marker;
+  const std::string script =
+      std::string(kFindSentinel) +
+      "root=$(grep -m1 ' - cgroup2 ' /proc/self/mountinfo | cut -d' ' -f5); "
+      "f=$root/nodus-freeze-" +
+      marker + "; mkdir $f && echo $f > " + home.file("frozen") +
+      " && echo $PPID > $f/cgroup.procs && echo $s > $f/cgroup.procs && echo 1 > "
+      "$f/cgroup.freeze; exec sleep " +
+      marker;
+  nodus = home.start({"run", "--gpu", kTestGpu, "--max-cost", cap, "--grace", "200ms", "--", "bash",
+                      script_file(home, script)},
+                     test_gpus(home));
+  if (!wait_for_processes(marker, 1, 20s)) return "";
+  std::this_thread::sleep_for(300ms);
+  return read_file(home.file("frozen")).substr(0, read_file(home.file("frozen")).find('\n'));
+}
+
+void thaw_and_remove(const std::string& folder) {
+  if (folder.empty()) return;
+  write_file(folder + "/cgroup.freeze", "0\n");
+  (void)::rmdir(folder.c_str());
+}
+
+TEST_F(Tamper, NodusStopEndsAtOnceAJobThatFrozeItsEnforcers) {
+  NodusHome home;
+  const std::string marker = unique_marker("81016");
+  pid_t nodus = -1;
+  const std::string frozen = freeze_attack(home, marker, "600", nodus);
+  if (frozen.empty() || !process_stopped(nodus)) {
+    clean_up(nodus, marker);
+    thaw_and_remove(frozen);
+    GTEST_SKIP() << "the job could not freeze nodus here (no writable cgroup v2 folder)";
+  }
+  const double t0 = now_seconds();
+  auto stop = home.run({"stop", "1"});
+  EXPECT_EQ(stop.code, 0) << stop.err;
+  EXPECT_LT(now_seconds() - t0, 5.0) << "nodus stop waited on a frozen supervisor";
+  EXPECT_TRUE(survivors_after(marker, 5s).empty()) << "nodus stop left the job running";
+  auto job = show_json(home, "1");
+  EXPECT_EQ(job["state"], "stopped") << job.dump();
+  clean_up(nodus, marker);
+  thaw_and_remove(frozen);
+}
+
+TEST_F(Tamper, TheNextCommandEndsAJobThatFrozeItsEnforcersPastItsDeadline) {
+  NodusHome home;
+  const std::string marker = unique_marker("81017");
+  pid_t nodus = -1;
+  const std::string frozen = freeze_attack(home, marker, "2", nodus);
+  if (frozen.empty() || !process_stopped(nodus)) {
+    clean_up(nodus, marker);
+    thaw_and_remove(frozen);
+    GTEST_SKIP() << "the job could not freeze nodus here (no writable cgroup v2 folder)";
+  }
+  std::this_thread::sleep_for(2500ms);  // past the cap's 2 s
+  ASSERT_EQ(home.run({"ps"}, test_gpus(home)).code, 0);
+  EXPECT_TRUE(survivors_after(marker, 5s).empty()) << "nodus ps left the job running";
+  auto job = show_json(home, "1");
+  EXPECT_EQ(job["state"], "tampered") << job.dump();
+  EXPECT_NE(wait_exit(nodus, 10s), -1) << "the frozen supervisor was left behind";
+  clean_up(nodus, marker);
+  thaw_and_remove(frozen);
+}
+
 }  // namespace
 }  // namespace nodus::testing
