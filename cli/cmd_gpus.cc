@@ -38,20 +38,23 @@ struct GpusCommand {
       std::optional<store::GpuHolder> other;
       if (it == holder.end()) {
         other = store::gpu_holder(g.index);
-        if (other && other->store == store->path() && !other->orphaned) other.reset();
+        if (other && other->store == store->path() && !other->orphaned && !other->lock_file_removed)
+          other.reset();
       }
       std::string shown = it != holder.end() ? std::to_string(it->second)
-                          : other
-                              ? "job " + std::to_string(other->job_id) + " of " +
+                          : !other           ? "free"
+                          : other->lock_file_removed
+                              ? "held (its lock file was removed)"
+                              : "job " + std::to_string(other->job_id) + " of " +
                                     (other->store.empty() ? "another store" : other->store) +
-                                    (other->orphaned ? " (its nodus is gone, it still runs)" : "")
-                              : "free";
+                                    (other->orphaned ? " (its nodus is gone, it still runs)" : "");
       nlohmann::json held_by;
       if (other)
         held_by = {{"job", other->job_id},
                    {"store", other->store},
                    {"pid", other->pid},
-                   {"orphaned", other->orphaned}};
+                   {"orphaned", other->orphaned},
+                   {"lock_file_removed", other->lock_file_removed}};
       t.add_row(
           {std::to_string(g.index), g.type, g.name,
            entry ? format_usd(entry->usd_per_gpu_hour) : "-", shown},

@@ -22,7 +22,13 @@ std::string held_by_other_stores(const store::Store& store, const std::string& t
   for (const auto& g : inventory.gpus) {
     if (g.type != type) continue;
     auto holder = store::gpu_holder(g.index);
-    if (!holder || (holder->store == store.path() && !holder->orphaned)) continue;
+    if (!holder ||
+        (holder->store == store.path() && !holder->orphaned && !holder->lock_file_removed))
+      continue;
+    if (holder->lock_file_removed) {
+      out += "; GPU " + std::to_string(g.index) + " is held (its lock file was removed)";
+      continue;
+    }
     out += "; GPU " + std::to_string(g.index) + " is held by job " +
            std::to_string(holder->job_id) + " of the store " +
            (holder->store.empty() ? "(unknown)" : holder->store);

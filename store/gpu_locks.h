@@ -2,14 +2,19 @@
 // Machine-wide GPU locks: one lock file per GPU index in one folder that every store on the
 // machine uses (config key gpu_locks, NODUS_GPU_LOCKS; default /run/nodus/gpus, or
 // /tmp/nodus-gpus where /run cannot be written). A GPU is held while an open file description of
-// its file holds flock(LOCK_EX): the kernel drops it when the holder exits, however it dies, so
-// no cleanup is ever needed and a crash never keeps a GPU. The store's gpu_claims table says
-// which of its jobs holds a GPU; these files say that some store on the machine does, and which.
+// its file holds flock(LOCK_EX), or its claim name is bound (below): the kernel drops both when
+// the holder exits, however it dies, so no cleanup is ever needed and a crash never keeps a GPU.
+// The store's gpu_claims table says which of its jobs holds a GPU; these files say that some
+// store on the machine does, and which.
 //
 // The locks are taken by, and belong to, the calling process (its descriptors are close-on-exec,
 // so jobs never inherit them). A process releases a job's locks with unlock_gpus(job_id).
-// What this cannot stop: a process of the same user deleting a held lock file, after which a
-// second claimant locks a new file of the same name (ARCHITECTURE.md, "GPU claims").
+// A lock file can be deleted while held (a job's `rm -f $NODUS_GPU_LOCKS/gpu*.lock`, a tmp
+// cleaner removing the folder), and a flock on a deleted file excludes nobody who opens a new
+// file of that name. So a claim also binds a socket in Linux's abstract namespace, named after
+// the folder and the GPU (one name for every user sharing the folder), which no `rm` reaches and
+// the kernel frees only when its holder's last descriptor closes: a GPU is granted only when its
+// file is locked and its name bound (ARCHITECTURE.md, "GPU claims").
 //
 // A job outlives its lock when its nodus processes die without ending it (a job that stops its
 // supervisor and kills its sentinel, then the supervisor is killed): the kernel drops the lock
@@ -35,6 +40,9 @@ struct GpuHolder {
   std::string store;      // the holder's store file
   std::string cgroup;     // the job's cgroup, once note_gpu_cgroup named it
   bool orphaned = false;  // nobody holds the lock, but the job's processes still run in cgroup
+  // Held through its claim name by a claimant whose lock file was removed: nothing says who
+  // (the fields above are empty).
+  bool lock_file_removed = false;
 };
 
 // Locks GPU `index` for job_id of the store at store_path, without waiting. False when another
@@ -57,7 +65,9 @@ std::optional<std::vector<int>> lock_gpus(const std::vector<int>& candidates, in
 // and when a waiter leaves the queue (IN_DELETE, gpu_queue.h).
 // Not when a holder dies without releasing (the kernel drops its lock and the file stays as it
 // was), so a waiter still looks again now and then. fd() polls readable after a change; drain()
-// empties it before the next look.
+// empties it before the next look, and watches the folder anew when it was removed (a release
+// whose file was removed touches the file now at its path, if any, to wake the new folder's
+// watchers).
 class GpuReleaseWatch {
  public:
   GpuReleaseWatch();  // fd() is -1 where inotify cannot watch the folder
@@ -68,6 +78,7 @@ class GpuReleaseWatch {
   void drain();
 
  private:
+  bool watch_folder();
   int fd_ = -1;
 };
 
@@ -85,8 +96,9 @@ bool job_cgroup_populated(const std::string& cgroup);
 void unlock_gpus(int64_t job_id, const std::string& store_path);
 
 // The holder of GPU `index`, or nullopt when it is free (or its file says nothing readable):
-// the live holder of its lock, or one whose lock died with it while its job still runs
-// (orphaned).
+// the live holder of its lock, one whose lock died with it while its job still runs
+// (orphaned), or one whose lock file was removed while it holds the claim name
+// (lock_file_removed).
 std::optional<GpuHolder> gpu_holder(int index);
 
 // The GPUs this process holds for job_id of the store at store_path.

@@ -6,6 +6,7 @@
 #include <signal.h>
 #include <sys/wait.h>
 
+#include <filesystem>
 #include <fstream>
 #include <functional>
 #include <map>
@@ -248,6 +249,100 @@ TEST(StoreClaims, AHolderKilledWithSigkillFreesItsGpuForOtherStores) {
   b->release_gpus(jb);
   ::close(held[0]);
   ::close(held[1]);
+}
+
+// A holder whose lock file was removed (rm, a tmp cleaner) still holds its GPU by its claim's
+// abstract socket, which the kernel frees only when the holder dies, kill -9 included. A process
+// the holder started (a job) inherits nothing that keeps the claim after the holder is gone.
+TEST(StoreClaims, AHolderWhoseLockFileWasRemovedKeepsItsGpuUntilKilledWithSigkill) {
+  TempDir dir;
+  const auto inv = inventory("L4", 1);
+  int held[2];
+  ASSERT_EQ(::pipe(held), 0);
+  pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    auto a = Store::open(dir.path() + "/a.db");
+    int64_t j = a->insert_job(testing::plain_job(JobState::kWaiting));
+    bool ok =
+        a->claim_gpus(j, "L4", 1, inv, ::getpid(), process_start_time(::getpid())).has_value();
+    pid_t job = ::fork();  // the job: what it inherits across exec
+    if (job == 0) {
+      ::execlp("sleep", "sleep", "30", nullptr);
+      ::_exit(127);
+    }
+    if (::write(held[1], ok ? "y" : "n", 1) != 1 || ::write(held[1], &job, sizeof job) < 0)
+      ::_exit(2);
+    ::pause();
+    ::_exit(0);
+  }
+  char c = 0;
+  pid_t job = -1;
+  struct Reap {  // on every way out, a failed ASSERT's included: nothing left running
+    const pid_t& pid;
+    ~Reap() {
+      if (pid > 0 && ::kill(pid, SIGKILL) == 0) ::waitpid(pid, nullptr, 0);
+    }
+  } reap_holder{child}, reap_job{job};
+  ASSERT_EQ(::read(held[0], &c, 1), 1);
+  ASSERT_EQ(::read(held[0], &job, sizeof job), static_cast<ssize_t>(sizeof job));
+  ASSERT_EQ(c, 'y');
+  const std::string lock_file = gpu_lock_dir() + "/gpu0.lock";
+  ASSERT_TRUE(std::filesystem::remove(lock_file));
+  auto holder = gpu_holder(0);
+  ASSERT_TRUE(holder) << "a GPU whose lock file was removed looked free";
+  EXPECT_TRUE(holder->lock_file_removed);
+  auto b = Store::open(dir.path() + "/b.db");
+  int64_t jb = b->insert_job(testing::plain_job(JobState::kWaiting));
+  EXPECT_FALSE(b->claim_gpus(jb, "L4", 1, inv, ::getpid(), self_start()));
+  EXPECT_TRUE(std::filesystem::exists(lock_file)) << "the failed claim made a file to lock";
+  std::filesystem::remove_all(gpu_lock_dir());
+  EXPECT_FALSE(b->claim_gpus(jb, "L4", 1, inv, ::getpid(), self_start()))
+      << "a claim in a lock folder made anew was given a held GPU";
+  EXPECT_TRUE(gpu_holder(0));
+
+  ::kill(child, SIGKILL);
+  ::waitpid(child, nullptr, 0);
+  child = -1;
+  EXPECT_FALSE(gpu_holder(0)) << "the job the holder started kept its claim";
+  EXPECT_TRUE(b->claim_gpus(jb, "L4", 1, inv, ::getpid(), self_start()));
+  b->release_gpus(jb);
+  ::close(held[0]);
+  ::close(held[1]);
+}
+
+// A waiter sleeps on a GpuReleaseWatch of the lock folder: a release must wake it even when the
+// holder's lock file, or the whole folder, was removed and made anew meanwhile.
+TEST(StoreClaims, AReleaseWakesAWatchAfterItsLockFileOrFolderWasRemoved) {
+  TempDir dir;
+  auto a = Store::open(dir.path() + "/a.db");
+  auto b = Store::open(dir.path() + "/b.db");
+  const auto inv = inventory("L4", 1);
+  int64_t ja = a->insert_job(testing::plain_job(JobState::kWaiting));
+  int64_t jb = b->insert_job(testing::plain_job(JobState::kWaiting));
+  for (bool whole_folder : {false, true}) {
+    SCOPED_TRACE(whole_folder ? "the folder removed" : "the file removed");
+    ASSERT_TRUE(a->claim_gpus(ja, "L4", 1, inv, ::getpid(), self_start()));
+    GpuReleaseWatch watch;
+    ASSERT_GE(watch.fd(), 0);
+    auto woken = [&watch](int ms) {
+      pollfd p{watch.fd(), POLLIN, 0};
+      return ::poll(&p, 1, ms) > 0;
+    };
+    if (whole_folder)
+      std::filesystem::remove_all(gpu_lock_dir());
+    else
+      std::filesystem::remove(gpu_lock_dir() + "/gpu0.lock");
+    watch.drain();  // a removed folder is watched anew from here
+    EXPECT_FALSE(b->claim_gpus(jb, "L4", 1, inv, ::getpid(), self_start()));
+    woken(0);
+    watch.drain();
+    a->release_gpus(ja);
+    EXPECT_TRUE(woken(10'000)) << "the release woke nobody";
+    EXPECT_FALSE(gpu_holder(0));  // by the time of the wake
+    ASSERT_TRUE(b->claim_gpus(jb, "L4", 1, inv, ::getpid(), self_start()));
+    b->release_gpus(jb);
+  }
 }
 
 TEST(StoreReconcile, DeadSupervisorsJobsBecomeLostAndBilledAndFreeTheirGpus) {
