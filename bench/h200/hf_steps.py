@@ -13,7 +13,7 @@ from transformers import GPT2Config, GPT2LMHeadModel
 p = argparse.ArgumentParser()
 p.add_argument("--batch-size", type=int, default=8)
 p.add_argument("--seq", type=int, default=1024)
-p.add_argument("--steps", type=int, default=40)
+p.add_argument("--steps", type=int, default=160)
 p.add_argument("--skip", type=int, default=10)
 a = p.parse_args()
 

@@ -31,6 +31,7 @@ OVERHEAD_WARMUP=${OVERHEAD_WARMUP:-10}
 # FRAMEWORKS=1: step 4, a Hugging Face and a Lightning loop (bench/h200/hf_steps.py,
 # lightning_steps.py) under nodus beside their own figures.
 FRAMEWORKS=${FRAMEWORKS:-0}
+SWEEP=${SWEEP:-1}  # 0: steps 1 and 2 left out (the frameworks alone)
 S=$PWD/tests/data/pytorch/nanogpt_style.py
 DATA=$(mktemp -d /tmp/step-loops-data.XXXXXX)  # the fixture's token file, removed at exit
 trap 'rm -rf "$DATA"' EXIT
@@ -46,30 +47,32 @@ MODEL=(--n-layer 12 --n-embd 768 --n-head 12 --block-size 1024 --vocab 50304 --d
   "$N" --version 2>&1
 } > "$OUT/env.txt" 2>&1
 
-# 1. The sweep: 40 optimizer steps a cell, the first 10 the warm-up of both nodus and the script.
-"$N" sweep --name steps --gpu "$TYPE" --param bs=4,8,12 --warmup 10 --timeout 5m -- \
-  "$PY" "$S" "${MODEL[@]}" --iters "$ITERS" --batch-size "{bs}" > "$OUT/sweep.txt" 2>&1
-echo $? > "$OUT/sweep.rc"
-"$N" show steps --format json > "$OUT/sweep.json" 2>&1
-"$N" show steps --format md > "$OUT/sweep.md" 2>&1
-for id in 1 2 3; do
-  "$N" show "$id" > "$OUT/show-$id.txt" 2>&1
-  "$N" logs "$id" 2>&1 | grep -E '^(steady|estimated mfu):' > "$OUT/own-$id.txt"
-done
-
-# 2. Overhead: the fixture's own figures, hook on and off, alternating.
-: > "$OUT/overhead.txt"
-for pair in $(seq "$PAIRS"); do
-  for mode in on off; do
-    flag=()
-    [ "$mode" = off ] && flag=(--no-instrument)
-    "$N" run --gpu "$TYPE" "${flag[@]}" --warmup "$OVERHEAD_WARMUP" --timeout 5m -- "$PY" "$S" \
-      "${MODEL[@]}" --iters 30 \
-      --batch-size 8 > "$OUT/run.tmp" 2>&1
-    echo "pair $pair hook $mode: $(grep -E '^steady:' "$OUT/run.tmp")" >> "$OUT/overhead.txt"
+if [ "$SWEEP" = 1 ]; then
+  # 1. The sweep: 40 optimizer steps a cell, the first 10 the warm-up of both nodus and the script.
+  "$N" sweep --name steps --gpu "$TYPE" --param bs=4,8,12 --warmup 10 --timeout 5m -- \
+    "$PY" "$S" "${MODEL[@]}" --iters "$ITERS" --batch-size "{bs}" > "$OUT/sweep.txt" 2>&1
+  echo $? > "$OUT/sweep.rc"
+  "$N" show steps --format json > "$OUT/sweep.json" 2>&1
+  "$N" show steps --format md > "$OUT/sweep.md" 2>&1
+  for id in 1 2 3; do
+    "$N" show "$id" > "$OUT/show-$id.txt" 2>&1
+    "$N" logs "$id" 2>&1 | grep -E '^(steady|estimated mfu):' > "$OUT/own-$id.txt"
   done
-done
-rm -f "$OUT/run.tmp"
+
+  # 2. Overhead: the fixture's own figures, hook on and off, alternating.
+  : > "$OUT/overhead.txt"
+  for pair in $(seq "$PAIRS"); do
+    for mode in on off; do
+      flag=()
+      [ "$mode" = off ] && flag=(--no-instrument)
+      "$N" run --gpu "$TYPE" "${flag[@]}" --warmup "$OVERHEAD_WARMUP" --timeout 5m -- "$PY" "$S" \
+        "${MODEL[@]}" --iters 30 \
+        --batch-size 8 > "$OUT/run.tmp" 2>&1
+      echo "pair $pair hook $mode: $(grep -E '^steady:' "$OUT/run.tmp")" >> "$OUT/overhead.txt"
+    done
+  done
+  rm -f "$OUT/run.tmp"
+fi
 
 # 4. Frameworks: Hugging Face (model(input_ids=..., labels=...), no DataLoader) and Lightning
 # (optimizer.step(closure): forward and backward inside the step), each beside its own figures.
