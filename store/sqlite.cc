@@ -1,11 +1,66 @@
 #include "store/sqlite.h"
 
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+#include <algorithm>
 #include <cstring>
+#include <set>
 #include <sstream>
 
 #include "core/error.h"
+#include "core/proc.h"
 
 namespace nodus::store {
+namespace {
+
+// The other processes that hold a POSIX lock on the store (its file, -wal or -shm; SQLite locks
+// byte ranges of these), from /proc/locks, write locks first: "pid 412 (nodus, stopped)". Who
+// holds a store locked past the busy timeout is what the user needs to act (a supervisor a job
+// stopped, a sqlite3 shell left open); "" when none can be named (another user's /proc, an OFD
+// lock with no pid, a lock taken and dropped meanwhile).
+std::string lock_holders(const std::string& path) {
+  std::set<std::string> files;  // "maj:min:inode" as /proc/locks writes it (hex device numbers)
+  for (const char* suffix : {"", "-wal", "-shm"}) {
+    struct stat st {};
+    if (::stat((path + suffix).c_str(), &st) != 0) continue;
+    char key[64];
+    std::snprintf(key, sizeof key, "%02x:%02x:%llu", major(st.st_dev), minor(st.st_dev),
+                  static_cast<unsigned long long>(st.st_ino));
+    files.insert(key);
+  }
+  auto text = read_small_file("/proc/locks");
+  if (!text || files.empty()) return "";
+  std::vector<pid_t> writers, readers;
+  std::istringstream in(*text);
+  std::string line;
+  while (std::getline(in, line)) {
+    // "1: POSIX  ADVISORY  WRITE 412 08:02:131074 0 EOF"
+    std::istringstream f(line);
+    std::string id, kind, mode, rw, file;
+    long pid = 0;
+    if (!(f >> id >> kind >> mode >> rw >> pid >> file) || pid <= 0 || pid == ::getpid()) continue;
+    if (!files.count(file)) continue;
+    auto& list = rw == "WRITE" ? writers : readers;
+    if (std::find(list.begin(), list.end(), pid) == list.end()) list.push_back(pid);
+  }
+  const auto& pids = writers.empty() ? readers : writers;
+  std::string out;
+  for (size_t i = 0; i < pids.size() && i < 3; ++i) {
+    auto st = read_proc_stat(pids[i]);
+    out += (i ? ", pid " : "pid ") + std::to_string(pids[i]);
+    if (st)
+      out += " (" + st->comm +
+             (process_stopped(pids[i]) ? ", stopped: it holds the lock until "
+                                         "continued (kill -CONT) or killed"
+                                       : "") +
+             ")";
+  }
+  return out;
+}
+
+}  // namespace
 
 // ---- Db ----
 
@@ -77,9 +132,12 @@ void Db::fail(int rc) const {
   last_busy_ = (rc & 0xff) == SQLITE_BUSY || (rc & 0xff) == SQLITE_LOCKED;
   switch (rc & 0xff) {
     case SQLITE_BUSY:
-    case SQLITE_LOCKED:
+    case SQLITE_LOCKED: {
+      const std::string holders = lock_holders(path_);
       throw Fatal("store " + path_ + " is locked by another process for more than " +
-                  seconds_text(busy_timeout_) + " s");
+                  seconds_text(busy_timeout_) + " s" +
+                  (holders.empty() ? "" : ": held by " + holders));
+    }
     case SQLITE_NOTADB:
     case SQLITE_CORRUPT:
       throw Fatal("store " + path_ + " is not a nodus database or is corrupt: " + message +

@@ -3,7 +3,9 @@
 #include <fcntl.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <signal.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 
 #include <fstream>
 #include <random>
@@ -261,6 +263,33 @@ TEST(StoreOpen, WaitingTooLongForALockSaysSo) {
   auto waited = std::chrono::steady_clock::now() - start;
   EXPECT_EQ(msg, "store " + dir.db() + " is locked by another process for more than 0.3 s");
   EXPECT_GE(waited, std::chrono::milliseconds(250));
+}
+
+// Issue 62: a process that holds the store's lock and is stopped (a supervisor a job sent
+// SIGSTOP) holds it until continued. The wait still ends at the busy timeout, and the error
+// names the holder and says it is stopped.
+TEST(StoreOpen, ALockHeldByAStoppedProcessNamesIt) {
+  TempDir dir;
+  auto store = Store::open(dir.db(), std::chrono::milliseconds(300));
+  pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    Db other(dir.db(), std::chrono::seconds(1));
+    Transaction hold(other, Transaction::Mode::kImmediate);
+    ::raise(SIGSTOP);
+    ::_exit(0);
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, WUNTRACED), child);
+  ASSERT_TRUE(WIFSTOPPED(status));
+  std::string msg = fatal_message([&] { store->insert_job(testing::plain_job()); });
+  ::kill(child, SIGKILL);
+  ::waitpid(child, nullptr, 0);
+  EXPECT_NE(msg.find("is locked by another process for more than 0.3 s: held by pid " +
+                     std::to_string(child) + " ("),
+            std::string::npos)
+      << msg;
+  EXPECT_NE(msg.find(", stopped: it holds the lock until continued"), std::string::npos) << msg;
 }
 
 TEST(StoreOpen, FoldersArePrivateAndUnsafeOnesAreRefused) {
