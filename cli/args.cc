@@ -241,6 +241,21 @@ std::string flag_value_problem(CLI::App& app, const std::string& flag, std::stri
   }
 }
 
+// Without "--", a limit typed after the command (`nodus run python train.py --max-cost 1`) goes
+// to the job, and the job runs without it: a script that ignores unknown arguments runs
+// uncapped. Refused, naming the flag; "--" before the command passes it to the job on purpose.
+void refuse_limits_after_command(const CLI::App& sub, const std::string& name,
+                                 const std::vector<std::string>& command) {
+  for (const std::string& word : command) {
+    const std::string flag = word.substr(0, word.find('='));
+    if (flag != "--max-cost" && flag != "--budget" && flag != "--timeout") continue;
+    if (!find_option(sub, flag)) continue;
+    throw Fatal(name + ": '" + flag + "' comes after the command, so it would go to the job and " +
+                "nodus would not apply it; put nodus's flags before the command (nodus " + name +
+                " " + flag + " ... -- CMD), or put -- before the command to pass it to the job");
+  }
+}
+
 CommandLine split_command_line(const CLI::App& app, const std::vector<std::string>& args) {
   CommandLine line;
   auto cut = std::find(args.begin(), args.end(), "--");
@@ -287,6 +302,7 @@ CommandLine split_command_line(const CLI::App& app, const std::vector<std::strin
     line.command.assign(line.options.begin() + static_cast<long>(i), line.options.end());
     line.options.resize(i);
     line.has_command = true;
+    refuse_limits_after_command(*sub, first, line.command);
     break;
   }
   return line;

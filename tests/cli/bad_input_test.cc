@@ -109,6 +109,13 @@ INSTANTIATE_TEST_SUITE_P(
         Case{{"run", "--maxcost", "1", "touch", "@M"}, {"'--maxcost'", "--max-cost?"}},
         Case{{"run", "--gpu", "H100", "-q", "touch", "@M"}, {"unknown option '-q'"}},
         Case{{"run", "--wait", "--", "touch", "@M"}, {"'--wait'", "--no-wait?"}},
+        // A limit after the command would go to the job: it would run without it.
+        Case{{"run", "touch", "@M", "--max-cost", "1"},
+             {"run:", "'--max-cost' comes after the command", "put -- before the command"}},
+        Case{{"run", "--gpu", "H100", "touch", "@M", "--timeout=5s"},
+             {"'--timeout' comes after the command"}},
+        Case{{"sweep", "-p", "a=1", "touch", "@M", "--budget", "1"},
+             {"sweep:", "'--budget' comes after the command"}},
         Case{{"sweep", "-p", "a=1", "--paralel", "2", "--", "touch", "@M"},
              {"did you mean --parallel?"}},
         Case{{"sweep", "-p", "a=1", "--dryrun", "--", "touch", "@M"}, {"did you mean --dry-run?"}},
