@@ -64,7 +64,10 @@ struct RunCommand {
                                          job.timeout_ms, job.grace_ms);
     out += "  worst case: " + (worst ? format_usd(*worst) : std::string("unbounded")) + "\n";
     std::fputs(out.c_str(), stdout);
-    if (auto warning = engine::plan_warning(plan, std::chrono::milliseconds(job.grace_ms)))
+    if (auto warning = engine::plan_warning(
+            plan, std::chrono::milliseconds(job.grace_ms),
+            job.timeout_ms ? std::optional(std::chrono::milliseconds(*job.timeout_ms))
+                           : std::nullopt))
       std::fprintf(stderr, "nodus: %s\n", warning->c_str());
     return 0;
   }

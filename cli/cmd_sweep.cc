@@ -550,8 +550,10 @@ struct SweepCommand {
     for (const auto& c : p.cells) {
       const std::string gpus = gpu_flag_value(c.job);
       if (!warned.insert(gpus).second) continue;
-      if (auto warning = engine::plan_warning(billing::plan_stop(c.job, share),
-                                              std::chrono::milliseconds(c.job.grace_ms)))
+      if (auto warning = engine::plan_warning(
+              billing::plan_stop(c.job, share), std::chrono::milliseconds(c.job.grace_ms),
+              c.job.timeout_ms ? std::optional(std::chrono::milliseconds(*c.job.timeout_ms))
+                               : std::nullopt))
         std::fprintf(stderr, "nodus: each cell%s: %s\n",
                      gpu_per_cell() ? (" with --gpu " + gpus).c_str() : "", warning->c_str());
     }

@@ -120,14 +120,29 @@ std::optional<JobState> StopController::on_exit(Time now) {
 }
 
 std::optional<std::string> plan_warning(const std::optional<StopPlan>& plan,
-                                        std::chrono::milliseconds grace) {
+                                        std::chrono::milliseconds grace,
+                                        std::optional<std::chrono::milliseconds> timeout) {
   if (!plan || plan->reason == JobState::kTimeout) return std::nullopt;
-  const Seconds g = grace;
-  if (plan->kill_after >= g) return std::nullopt;
-  std::string what = plan->reason == JobState::kBudget ? "the budget share" : "--max-cost";
-  return what + " buys " + seconds_text(plan->kill_after) + " of the GPUs, less than the " +
-         format_duration(grace) + " grace period: SIGTERM goes out at start (t=0), SIGKILL at " +
-         seconds_text(plan->kill_after);
+  const std::string what = plan->reason == JobState::kBudget ? "the budget share" : "--max-cost";
+  std::vector<std::string> out;
+  if (plan->kill_after < Seconds(grace))
+    out.push_back(what + " buys " + seconds_text(plan->kill_after) +
+                  " of the GPUs, less than the " + format_duration(grace) +
+                  " grace period: SIGTERM goes out at start (t=0), " + "SIGKILL at " +
+                  seconds_text(plan->kill_after));
+  // The plan is the earliest stop: a cap's plan with a timeout means the timeout comes later.
+  if (timeout && Seconds(*timeout) >= plan->term_after)
+    out.push_back(
+        "--timeout " + format_duration(*timeout) + " never acts: " + what +
+        " stops the job first (SIGTERM at " +
+        format_duration(std::chrono::duration_cast<std::chrono::milliseconds>(plan->term_after)) +
+        ", SIGKILL at " +
+        format_duration(std::chrono::duration_cast<std::chrono::milliseconds>(plan->kill_after)) +
+        ")");
+  if (out.empty()) return std::nullopt;
+  std::string text = out[0];
+  for (size_t i = 1; i < out.size(); ++i) text += "; " + out[i];
+  return text;
 }
 
 }  // namespace nodus::engine

@@ -88,8 +88,11 @@ class StopController {
 };
 
 // A cap so small that its SIGKILL comes before a full grace period: SIGTERM goes out at once.
-// Returns the warning that says so and when each signal goes out, nullopt for a normal plan.
+// And a --timeout (`timeout`) that can never act, since the cap stops the job first (--gpu
+// H100:8 --max-cost 5 --timeout 2h: SIGTERM at 14m15s). Returns the warning that says so and
+// when each signal goes out, nullopt for a plan with neither.
 std::optional<std::string> plan_warning(const std::optional<StopPlan>& plan,
-                                        std::chrono::milliseconds grace);
+                                        std::chrono::milliseconds grace,
+                                        std::optional<std::chrono::milliseconds> timeout = {});
 
 }  // namespace nodus::engine

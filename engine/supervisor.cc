@@ -247,7 +247,10 @@ class Supervision {
         plan_(billing::plan_stop(job, run.options.budget_cap)),
         control_(plan_, std::chrono::milliseconds(job.grace_ms)),
         exec_{backend, job, run.attach, {}, {}} {
-    if (auto warning = plan_warning(plan_, std::chrono::milliseconds(job.grace_ms))) {
+    if (auto warning =
+            plan_warning(plan_, std::chrono::milliseconds(job.grace_ms),
+                         job.timeout_ms ? std::optional(std::chrono::milliseconds(*job.timeout_ms))
+                                        : std::nullopt)) {
       note(run_.attach, *warning);
       add_note(job_, *warning);
     }

@@ -152,6 +152,25 @@ TEST(StopController, TimeoutNeverWarns) {
   EXPECT_FALSE(plan_warning(plan_stop(j, std::nullopt), 10s));
 }
 
+// --gpu H100:8 --max-cost 5 --timeout 2h at $2.60/GPU-hour: the cap's SIGTERM comes at 855 s,
+// so the timeout can never act, and the warning says so before the run.
+TEST(StopController, ATimeoutTheCapAlwaysBeatsIsSaidNeverToAct) {
+  JobRecord j = job_with(8, 2.60, 10'000);
+  j.max_cost = 5;
+  j.timeout_ms = 2 * 3600 * 1000;
+  auto plan = plan_stop(j, std::nullopt);
+  ASSERT_TRUE(plan);
+  EXPECT_EQ(plan->reason, JobState::kCostCap);
+  auto warning = plan_warning(plan, 10s, std::chrono::milliseconds(*j.timeout_ms));
+  ASSERT_TRUE(warning);
+  EXPECT_EQ(*warning,
+            "--timeout 2h00m never acts: --max-cost stops the job first (SIGTERM at 14m15s, "
+            "SIGKILL at 14m25s)");
+  // A timeout the cap does not beat is the plan itself: nothing to say.
+  j.timeout_ms = 60'000;
+  EXPECT_FALSE(plan_warning(plan_stop(j, std::nullopt), 10s, std::chrono::milliseconds(60'000)));
+}
+
 TEST(StopController, StopRequestTermsNowAndKillsAfterGraceWhenTimeLeftIsLonger) {
   JobRecord j = job_with(1, 3600, 2000);
   j.max_cost = 100;  // far away
