@@ -73,6 +73,7 @@ struct Layout {
   std::vector<std::pair<std::string, std::string>> metric_keys;  // (metric name, column key)
   bool repeated = false;
   bool tokens = false;  // every cell with a throughput counts tokens
+  std::string throughput_header = "THROUGHPUT";
 };
 
 bool counts_tokens(const CellResult& c) { return c.throughput_metric == "tokens_per_sec"; }
@@ -93,6 +94,16 @@ Layout layout_for(const std::vector<CellResult>& cells) {
   for (const auto& c : cells)
     if (c.throughput) ++with_tp, with_tokens += counts_tokens(c);
   l.tokens = with_tp > 0 && with_tokens == with_tp;
+  // The throughput's unit in its header: the metric every cell with a throughput shares
+  // (samples/s by default, a --throughput metric by its own name); THROUGHPUT when they differ.
+  std::set<std::string> tp_metrics;
+  for (const auto& c : cells)
+    if (c.throughput)
+      tp_metrics.insert(c.throughput_metric.empty() ? "samples_per_sec" : c.throughput_metric);
+  l.throughput_header = tp_metrics.size() != 1                     ? "THROUGHPUT"
+                        : *tp_metrics.begin() == "tokens_per_sec"  ? "TOKENS/S"
+                        : *tp_metrics.begin() == "samples_per_sec" ? "SAMPLES/S"
+                                                                   : *tp_metrics.begin();
   for (const auto& c : cells) {
     l.repeated |= c.runs > 1;
     for (const auto& [name, v] : c.metrics) metric_names.insert(name);
@@ -112,7 +123,7 @@ Layout layout_for(const std::vector<CellResult>& cells) {
   if (l.repeated) l.columns.push_back({"runs", "RUNS", true});
   l.columns.push_back({"wall_s", "WALL", true});
   l.columns.push_back({"cost_usd", "COST", true});
-  l.columns.push_back({"throughput", l.tokens ? "TOKENS/S" : "THROUGHPUT", true});
+  l.columns.push_back({"throughput", l.throughput_header, true});
   l.columns.push_back({"usd_per_million_samples", l.tokens ? "$/M TOKENS" : "$/M SAMPLES", true});
   l.columns.push_back({"data_wait", "DATA WAIT", true});
   // json and csv always carry these; the table shows them when some cell has a value.
