@@ -266,6 +266,30 @@ std::string figure(double v) {
   return buf;
 }
 
+// A spread in dollars as the table shows money, but never a spread that is not zero as
+// "$0.0000": two significant figures where the usual decimals would hide it ("$0.000010").
+std::string usd_spread(double sd) {
+  std::string text = format_usd(sd);
+  if (sd > 0 && text.find_first_of("123456789") == std::string::npos) {
+    const int decimals = std::min(12, 1 - static_cast<int>(std::floor(std::log10(sd))));
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "$%.*f", decimals, sd);
+    text = buf;
+  }
+  return text;
+}
+
+// An objective's value as the table shows that figure: dollars for cost and cost_per_msample,
+// the throughput's format for throughput, seconds for wall, else a plain number.
+std::string objective_text(const std::string& objective, double v, bool spread = false) {
+  if (objective == "cost" || objective == "cost_per_msample")
+    return spread ? usd_spread(v) : format_usd(v);
+  if (objective == "throughput") return format_throughput(v);
+  if (objective == "wall")
+    return format_duration(std::chrono::milliseconds(std::llround(v * 1000)));
+  return figure(v);
+}
+
 std::string p_text(double p) {
   char buf[64];
   if (p < 0.001)
@@ -355,8 +379,8 @@ std::string summary_of(const std::vector<CellResult>& cells, const Objective& o,
   };
   auto with_sd = [&](const CellResult& c) {
     auto v = objective_runs(c, o);
-    std::string s = figure(mean_of(v));
-    if (v.size() > 1) s += " ± " + figure(sd_of(v));
+    std::string s = objective_text(o.name, mean_of(v));
+    if (v.size() > 1) s += " ± " + objective_text(o.name, sd_of(v), true);
     return s;
   };
   if (r.tie) {
@@ -516,11 +540,11 @@ Result<Table> compare_table(const std::vector<CellResult>& cells, const CompareO
     // A cell that never ran has no time and no bill to show, not "0ms $0.00".
     const bool ran = !(c.job_ids.empty() && (c.state == "not run" || c.state == "pending"));
     t.push_back(ran ? shown(c, "wall_s", wall(c.wall_s), +wall) : "-");
-    t.push_back(ran ? shown(c, "cost_usd", format_usd(c.cost), format_usd) : "-");
+    t.push_back(ran ? shown(c, "cost_usd", format_usd(c.cost), usd_spread) : "-");
     t.push_back(c.throughput
                     ? shown(c, "throughput", format_throughput(*c.throughput), format_throughput)
                     : "-");
-    t.push_back(per_m ? shown(c, "usd_per_million_samples", format_usd(*per_m), format_usd) : "-");
+    t.push_back(per_m ? shown(c, "usd_per_million_samples", format_usd(*per_m), usd_spread) : "-");
     t.push_back(or_dash(c.data_wait, [](double v) { return fixed(v * 100, 0) + "%"; }));
     j["status"] = c.state;
     j["exit_code"] = c.exit_code ? nlohmann::json(*c.exit_code) : nullptr;

@@ -267,6 +267,22 @@ TEST(SweepCompare, RepeatsThatOverlapAreATieAndNoCellIsNamedBest) {
   EXPECT_NEAR(t->raw(0)["throughput_sd"].get<double>(), 12.58, 0.01);
 }
 
+// Money reads as money in the sentence and the table: a cost objective's mean and spread in
+// dollars (it read "0.08544 ± 0.009181"), and a spread too small for cents is not "$0.0000".
+TEST(SweepCompare, CostFiguresAndTheirSpreadReadAsDollars) {
+  auto cells = repeated({480, 482, 481}, {479, 483, 480});
+  cells[0].cost = 0.0024;
+  cells[0].samples["cost_usd"] = {0.00240, 0.00241, 0.00239};
+  cells[1].cost = 0.0024;
+  cells[1].samples["cost_usd"] = {0.00241, 0.00240, 0.00240};
+  std::string s = summary_sentence(cells, Objective{"cost", false});
+  EXPECT_NE(s.find("($0.0024 ± $0.00001"), std::string::npos) << s;
+  auto t = compare_table(cells, {});
+  ASSERT_TRUE(t.ok());
+  EXPECT_NE(t->render(Format::kTable).find("$0.0024 ± $0.00001"), std::string::npos)
+      << t->render(Format::kTable);
+}
+
 TEST(SweepCompare, RepeatsThatDifferClearlyNameTheBestWithTheTest) {
   auto cells = repeated({495, 497, 494}, {386, 388, 385});
   EXPECT_EQ(best_cell(cells), 0u);
