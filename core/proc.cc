@@ -197,8 +197,8 @@ bool process_stopped(pid_t pid) {
   if (st->state == 'T' || st->state == 't') return true;
   auto dir = process_cgroup_dir(pid);
   auto events = dir ? read_small_file(*dir + "/cgroup.events") : std::nullopt;
-  return events && (events->find("\nfrozen 1") != std::string::npos ||
-                    events->rfind("frozen 1", 0) == 0);
+  return events &&
+         (events->find("\nfrozen 1") != std::string::npos || events->rfind("frozen 1", 0) == 0);
 }
 
 std::vector<CgroupMount> cgroup_mounts(const std::string& mountinfo) {
