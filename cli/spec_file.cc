@@ -44,8 +44,11 @@ class Spec {
       if (known.count(key)) continue;
       std::string list;
       for (const auto& k : known) list += (list.empty() ? "" : ", ") + k;
-      fail(kv.first.Mark(),
-           "unknown key '" + escape_control(key) + "'" + where + ": expected one of " + list);
+      // A typo (comand, max_cost for max-cost) is named as the flags' typos are.
+      const std::string near = nearest(key, {known.begin(), known.end()});
+      fail(kv.first.Mark(), "unknown key '" + escape_control(key) + "'" + where +
+                                (near.empty() ? "" : "; did you mean " + near + "?") +
+                                ": expected one of " + list);
     }
   }
 

@@ -219,7 +219,8 @@ TEST(SpecFile, ErrorsNameFileLineAndColumnAndRunNothing) {
   write_file(f, "params:\n  a: [1, 2]\ncomand: [echo]\n");
   auto r = home.run({"sweep", "-f", f});
   EXPECT_EQ(r.code, 125);
-  EXPECT_NE(r.err.find(f + ":3:1: unknown key 'comand'"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find(f + ":3:1: unknown key 'comand'; did you mean command?"), std::string::npos)
+      << r.err;
   write_file(f, "params:\n  a: [1, 2\ncommand: [echo]\n");
   r = home.run({"sweep", "-f", f});
   EXPECT_EQ(r.code, 125);
