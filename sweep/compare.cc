@@ -279,14 +279,18 @@ std::string usd_spread(double sd) {
   return text;
 }
 
+// Seconds as the WALL column shows them: "37.3s", "4m05s".
+std::string wall_text(double seconds) {
+  return format_duration(std::chrono::milliseconds(std::llround(seconds * 1000)));
+}
+
 // An objective's value as the table shows that figure: dollars for cost and cost_per_msample,
 // the throughput's format for throughput, seconds for wall, else a plain number.
 std::string objective_text(const std::string& objective, double v, bool spread = false) {
   if (objective == "cost" || objective == "cost_per_msample")
     return spread ? usd_spread(v) : format_usd(v);
   if (objective == "throughput") return format_throughput(v);
-  if (objective == "wall")
-    return format_duration(std::chrono::milliseconds(std::llround(v * 1000)));
+  if (objective == "wall") return wall_text(v);
   return figure(v);
 }
 
@@ -536,10 +540,9 @@ Result<Table> compare_table(const std::vector<CellResult>& cells, const CompareO
     t.push_back(status_text(c));
     t.push_back(c.job_ids.empty() ? "-" : std::to_string(c.job_ids.back()));
     if (l.repeated) t.push_back(std::to_string(c.runs));
-    auto wall = [](double v) { return format_duration(Millis(std::llround(v * 1000))); };
     // A cell that never ran has no time and no bill to show, not "0ms $0.00".
     const bool ran = !(c.job_ids.empty() && (c.state == "not run" || c.state == "pending"));
-    t.push_back(ran ? shown(c, "wall_s", wall(c.wall_s), +wall) : "-");
+    t.push_back(ran ? shown(c, "wall_s", wall_text(c.wall_s), wall_text) : "-");
     t.push_back(ran ? shown(c, "cost_usd", format_usd(c.cost), usd_spread) : "-");
     t.push_back(c.throughput
                     ? shown(c, "throughput", format_throughput(*c.throughput), format_throughput)

@@ -215,6 +215,17 @@ TEST_F(Tamper, ASweepCellThatKillsItsSentinelAndSupervisorIsKilledByTheSweep) {
   EXPECT_NE(job["note"].get<std::string>().find("killed"), std::string::npos) << job.dump();
 }
 
+// Case 1's job: it ignores SIGTERM and stops its supervisor 0.3 s in, before its 1 s cap ($1 a
+// second; SIGKILL at the cap). Returns nodus (the supervisor it stops) once the job's marked
+// process runs, -1 when it never did.
+pid_t start_job_that_stops_nodus_before_its_cap(const NodusHome& home, const std::string& marker) {
+  pid_t nodus = home.start(
+      {"run", "--gpu", kTestGpu, "--max-cost", "1", "--grace", "200ms", "--", "sh",
+       script_file(home, "trap '' TERM; sleep 0.3; kill -STOP $PPID; exec sleep " + marker)},
+      test_gpus(home));
+  return wait_for_processes(marker, 1, 20s) ? nodus : -1;
+}
+
 // Issue 62, case 1: a job that ignores SIGTERM and stops its supervisor just before its cap.
 // The sentinel kills it at the cap; nothing of nodus runs to record that. The next command must
 // end the record there, billed to the sentinel's kill, not show a dead job running with a growing
@@ -222,12 +233,8 @@ TEST_F(Tamper, ASweepCellThatKillsItsSentinelAndSupervisorIsKilledByTheSweep) {
 TEST_F(Tamper, AJobKilledAtItsCapWhileItsSupervisorIsStoppedIsBilledToTheKill) {
   NodusHome home;
   const std::string marker = unique_marker("81011");
-  // $1 a second: the cap buys 1 s, SIGKILL at the cap.
-  pid_t nodus = home.start(
-      {"run", "--gpu", kTestGpu, "--max-cost", "1", "--grace", "200ms", "--", "sh",
-       script_file(home, "trap '' TERM; sleep 0.3; kill -STOP $PPID; exec sleep " + marker)},
-      test_gpus(home));
-  ASSERT_TRUE(wait_for_processes(marker, 1, 20s)) << read_file(home.file("started.out.err"));
+  pid_t nodus = start_job_that_stops_nodus_before_its_cap(home, marker);
+  ASSERT_GT(nodus, 0) << read_file(home.file("started.out.err"));
   EXPECT_TRUE(survivors_after(marker, 20s).empty()) << "the sentinel left the job running";
   ASSERT_TRUE(is_stopped(nodus));
   // Long after the kill: a bill to "now" would be 3 s and more.
@@ -254,11 +261,8 @@ TEST_F(Tamper, AJobKilledAtItsCapWhileItsSupervisorIsStoppedIsBilledToTheKill) {
 TEST_F(Tamper, AStoppedSupervisorContinuedAfterTheSentinelsKillBillsToTheKill) {
   NodusHome home;
   const std::string marker = unique_marker("81012");
-  pid_t nodus = home.start(
-      {"run", "--gpu", kTestGpu, "--max-cost", "1", "--grace", "200ms", "--", "sh",
-       script_file(home, "trap '' TERM; sleep 0.3; kill -STOP $PPID; exec sleep " + marker)},
-      test_gpus(home));
-  ASSERT_TRUE(wait_for_processes(marker, 1, 20s)) << read_file(home.file("started.out.err"));
+  pid_t nodus = start_job_that_stops_nodus_before_its_cap(home, marker);
+  ASSERT_GT(nodus, 0) << read_file(home.file("started.out.err"));
   EXPECT_TRUE(survivors_after(marker, 20s).empty()) << "the sentinel left the job running";
   std::this_thread::sleep_for(2s);
   ASSERT_EQ(::kill(nodus, SIGCONT), 0);
